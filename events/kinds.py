@@ -1,0 +1,401 @@
+"""The event vocabulary: one tagged union of frozen msgspec Structs.
+
+The tag of every CAP core event is its CAP kind (``cap.text_chunk`` …) so a
+frame decoded off any binding and an event read back from the log are the same
+Python object.  trio-cap's own lifecycle and command events use short dotted
+kinds (``session.created``, ``input.injected``) that CAP does not define.
+
+Events are pure data: they carry no sequence number or timestamp.  The log
+wraps each one in an :class:`~events.envelope.Envelope` when it is appended,
+so machines can build events without knowing where they will be stored.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+import msgspec
+
+Direction = Literal["in", "out", "local"]
+"""``in``: agent → orchestrator; ``out``: orchestrator → agent; ``local``: trio-cap's own."""
+
+Scope = Literal["read", "write", "execute", "network"]
+RiskLevel = Literal["low", "medium", "high"]
+Decision = Literal["allow_once", "allow_always", "deny"]
+CancelScope = Literal["current_turn", "session"]
+PlanStatus = Literal["pending", "in_progress", "completed", "cancelled", "blocked"]
+PlanPriority = Literal["urgent", "high", "medium", "low"]
+StopReason = Literal[
+    "end_turn", "max_tokens", "tool_use", "stop_sequence", "cancelled", "error"
+]
+PermissionMode = Literal["none", "confirm", "interactive"]
+Channel = Literal["assistant", "thought", "system"]
+
+
+class Event(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    omit_defaults=True,
+    tag_field="kind",
+):
+    """Base of every event.  ``_meta`` is CAP's open annotation object."""
+
+    direction: ClassVar[Direction] = "local"
+    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+
+
+# --------------------------------------------------------------------------
+# trio-cap session lifecycle (the session actor writes these)
+# --------------------------------------------------------------------------
+
+
+class SessionCreated(Event, tag="session.created"):
+    session_id: str
+    cwd: str
+    agent: str
+    binding: str
+    model: str | None = None
+    permissions: str = "deny"
+    allow_high_risk: bool = False
+    budget_usd: float | None = None
+
+
+class SessionStarting(Event, tag="session.starting"):
+    """The config frame went to the driver; the agent is being spawned."""
+
+
+class SessionReady(Event, tag="session.ready"):
+    agent_session_id: str | None = None
+
+
+class SessionWorking(Event, tag="session.working"):
+    turn: int
+    resumed: bool = False
+
+
+class SessionInputRequired(Event, tag="session.input_required"):
+    turn: int
+    reason: Literal["ask", "permission"]
+    ref: str
+
+
+class SessionIdle(Event, tag="session.idle"):
+    """A turn ended; the session waits for the next input."""
+
+    turn: int
+    stop_reason: StopReason = "end_turn"
+
+
+class SessionCompleted(Event, tag="session.completed"):
+    turns: int = 0
+
+
+class SessionCancelled(Event, tag="session.cancelled"):
+    reason: str = "cancelled"
+
+
+class SessionFailed(Event, tag="session.failed"):
+    code: str
+    message: str
+
+
+class SessionWarning(Event, tag="session.warning"):
+    code: str
+    message: str
+
+
+class BindingFallback(Event, tag="binding.fallback"):
+    failed: str
+    next: str
+    reason: str
+
+
+class LogRecovered(Event, tag="log.recovered"):
+    """Written when a file log was reopened after a torn or corrupt tail."""
+
+    dropped_bytes: int
+    at_offset: int
+
+
+# --------------------------------------------------------------------------
+# commands the orchestrator accepted (written before they are acted on)
+# --------------------------------------------------------------------------
+
+
+class InputInjected(Event, tag="input.injected"):
+    text: str
+    source: str = "owner"
+
+
+class CancelRequested(Event, tag="cancel.requested"):
+    scope: CancelScope = "current_turn"
+    reason: str = "user"
+
+
+class PermissionDecided(Event, tag="permission.decided"):
+    req_id: str
+    decision: Decision
+    by: str
+    reason: str = ""
+
+
+class AskAnswered(Event, tag="ask.answered"):
+    ask_id: str
+    value: Any = None
+    by: str = "human"
+
+
+# --------------------------------------------------------------------------
+# CAP core events, agent → orchestrator (CAP v1 §7)
+# --------------------------------------------------------------------------
+
+
+class CapSessionReady(Event, tag="cap.session.ready"):
+    direction: ClassVar[Direction] = "in"
+    version: str = "cap-protocol/v1"
+    session_id: str | None = None
+
+
+class TextChunk(Event, tag="cap.text_chunk"):
+    direction: ClassVar[Direction] = "in"
+    message_id: str
+    text: str
+    channel: Channel = "assistant"
+
+
+class ToolCallStart(Event, tag="cap.tool_call.start"):
+    direction: ClassVar[Direction] = "in"
+    call_id: str
+    name: str
+    input: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class ToolCallDelta(Event, tag="cap.tool_call.delta"):
+    direction: ClassVar[Direction] = "in"
+    call_id: str
+    output_chunk: str
+
+
+class ToolCallEnd(Event, tag="cap.tool_call.end"):
+    direction: ClassVar[Direction] = "in"
+    call_id: str
+    output: str = ""
+    is_error: bool = False
+    duration_ms: int | None = None
+
+
+class PlanEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    id: str
+    content: str
+    status: PlanStatus = "pending"
+    priority: PlanPriority | None = None
+    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+
+
+class Plan(Event, tag="cap.plan"):
+    direction: ClassVar[Direction] = "in"
+    entries: tuple[PlanEntry, ...] = ()
+
+
+class Thought(Event, tag="cap.thought"):
+    direction: ClassVar[Direction] = "in"
+    message_id: str
+    text: str
+
+
+class AskUser(Event, tag="cap.ask_user"):
+    direction: ClassVar[Direction] = "in"
+    ask_id: str
+    prompt: str
+    form: dict[str, Any] | None = None
+    timeout_seconds: float | None = None
+
+
+class PermissionRequest(Event, tag="cap.permission.request"):
+    direction: ClassVar[Direction] = "in"
+    req_id: str
+    tool: str
+    intent: dict[str, Any] = msgspec.field(default_factory=dict)
+    scope: Scope = "write"
+    risk_level: RiskLevel = "medium"
+
+
+class Usage(Event, tag="cap.usage"):
+    direction: ClassVar[Direction] = "in"
+    model_id: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    thinking_tokens: int = 0
+    cost_usd_estimate: float = 0.0
+    duration_ms: int = 0
+    stop_reason: StopReason = "end_turn"
+
+
+class CapError(Event, tag="cap.error"):
+    direction: ClassVar[Direction] = "in"
+    code: str
+    message: str
+    retryable: bool = False
+    details: dict[str, Any] | None = None
+
+
+class PtyRawBytes(Event, tag="cap.pty.raw_bytes"):
+    direction: ClassVar[Direction] = "in"
+    bytes_b64: str
+
+
+class Artifact(Event, tag="cap.artifact"):
+    direction: ClassVar[Direction] = "in"
+    artifact_id: str
+    mime_type: str
+    name: str
+    size: int = 0
+    uri: str | None = None
+    content: str | None = None
+
+
+# --------------------------------------------------------------------------
+# CAP core events, orchestrator → agent (CAP v1 §7.5–§7.10)
+# --------------------------------------------------------------------------
+
+
+class SessionConfig(Event, tag="cap.session.config"):
+    direction: ClassVar[Direction] = "out"
+    cwd: str
+    model: str | None = None
+    system_prompt: str | None = None
+    max_turns: int | None = None
+    budget_usd: float | None = None
+    permission_mode: PermissionMode = "interactive"
+    session_resume_id: str | None = None
+    profile_config: dict[str, Any] | None = None
+
+
+class ContentBlock(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    type: str = "text"
+    text: str = ""
+
+
+class UserInputInject(Event, tag="cap.user_input.inject"):
+    direction: ClassVar[Direction] = "out"
+    content: tuple[ContentBlock, ...]
+
+    @property
+    def text(self) -> str:
+        return "".join(block.text for block in self.content if block.type == "text")
+
+
+class Cancel(Event, tag="cap.cancel"):
+    direction: ClassVar[Direction] = "out"
+    scope: CancelScope = "current_turn"
+    reason: str = "user"
+
+
+class AskUserAnswer(Event, tag="cap.ask_user.answer"):
+    direction: ClassVar[Direction] = "out"
+    ask_id: str
+    value: Any = None
+
+
+class PermissionResponse(Event, tag="cap.permission.response"):
+    direction: ClassVar[Direction] = "out"
+    req_id: str
+    decision: Decision
+
+
+LIFECYCLE_EVENTS: tuple[type[Event], ...] = (
+    SessionCreated,
+    SessionStarting,
+    SessionReady,
+    SessionWorking,
+    SessionInputRequired,
+    SessionIdle,
+    SessionCompleted,
+    SessionCancelled,
+    SessionFailed,
+    SessionWarning,
+    BindingFallback,
+    LogRecovered,
+)
+COMMAND_EVENTS: tuple[type[Event], ...] = (
+    InputInjected,
+    CancelRequested,
+    PermissionDecided,
+    AskAnswered,
+)
+AGENT_EVENTS: tuple[type[Event], ...] = (
+    CapSessionReady,
+    TextChunk,
+    ToolCallStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    Plan,
+    Thought,
+    AskUser,
+    PermissionRequest,
+    Usage,
+    CapError,
+    PtyRawBytes,
+    Artifact,
+)
+ORCHESTRATOR_FRAMES: tuple[type[Event], ...] = (
+    SessionConfig,
+    UserInputInject,
+    Cancel,
+    AskUserAnswer,
+    PermissionResponse,
+)
+ALL_EVENTS: tuple[type[Event], ...] = (
+    LIFECYCLE_EVENTS + COMMAND_EVENTS + AGENT_EVENTS + ORCHESTRATOR_FRAMES
+)
+
+AnyEvent = (
+    SessionCreated
+    | SessionStarting
+    | SessionReady
+    | SessionWorking
+    | SessionInputRequired
+    | SessionIdle
+    | SessionCompleted
+    | SessionCancelled
+    | SessionFailed
+    | SessionWarning
+    | BindingFallback
+    | LogRecovered
+    | InputInjected
+    | CancelRequested
+    | PermissionDecided
+    | AskAnswered
+    | CapSessionReady
+    | TextChunk
+    | ToolCallStart
+    | ToolCallDelta
+    | ToolCallEnd
+    | Plan
+    | Thought
+    | AskUser
+    | PermissionRequest
+    | Usage
+    | CapError
+    | PtyRawBytes
+    | Artifact
+    | SessionConfig
+    | UserInputInject
+    | Cancel
+    | AskUserAnswer
+    | PermissionResponse
+)
+"""The tagged union msgspec decodes into; kept in step with ALL_EVENTS by a test."""
+
+TERMINAL_EVENTS: tuple[type[Event], ...] = (SessionCompleted, SessionCancelled, SessionFailed)
+
+
+def kind_of(event_type: type[Event]) -> str:
+    """The wire tag of an event class."""
+    return event_type.__struct_config__.tag  # type: ignore[return-value]
+
+
+KINDS: dict[str, type[Event]] = {kind_of(t): t for t in ALL_EVENTS}

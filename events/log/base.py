@@ -1,0 +1,163 @@
+"""The EventLog interface and the catch-up-then-live subscription shared by backends.
+
+Subscriptions are *pulled*: a subscriber remembers the next seq it wants and
+reads it from the log, sleeping on a change signal only when it has caught up.
+Because catch-up and live tail are the same read, there is no seam where an
+event could be missed or delivered twice, and a slow subscriber costs the
+writer nothing (no per-subscriber queue to fill).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+
+import trio
+
+from events.clock import Clock, SystemClock
+from events.envelope import Envelope
+from events.kinds import Event
+
+
+class LogClosed(Exception):
+    """Append after close."""
+
+
+class LogWriteError(Exception):
+    """The backend could not store a batch; nothing from that batch was acknowledged."""
+
+
+class EventLog(ABC):
+    def __init__(self, clock: Clock | None = None) -> None:
+        self._clock: Clock = clock or SystemClock()
+        self._next_seq = 1
+        self._visible_seq = 0
+        self._changed = trio.Event()
+        self._closed = False
+
+    # ---- writing -------------------------------------------------------
+    @property
+    def last_seq(self) -> int:
+        """Highest acknowledged seq (0 for an empty log)."""
+        return self._visible_seq
+
+    def _envelopes(
+        self, events: Iterable[Event], stream: str, cause: int | None
+    ) -> list[Envelope]:
+        if self._closed:
+            raise LogClosed("the event log is closed")
+        at = self._clock.now()
+        seq = self._next_seq
+        envs = [Envelope(seq + i, at, stream, cause, ev) for i, ev in enumerate(events)]
+        self._next_seq = seq + len(envs)
+        return envs
+
+    async def append(
+        self, events: Iterable[Event], *, stream: str = "", cause: int | None = None
+    ) -> int:
+        """Store a batch; returns the last seq once the batch is acknowledged.
+
+        An empty batch is a no-op that returns the current last seq.
+        """
+        envs = self._envelopes(events, stream, cause)
+        if not envs:
+            await trio.lowlevel.checkpoint()
+            return self._visible_seq
+        await self._store(envs)
+        return envs[-1].seq
+
+    @abstractmethod
+    async def _store(self, envs: list[Envelope]) -> None: ...
+
+    def _publish(self, seq: int) -> None:
+        if seq > self._visible_seq:
+            self._visible_seq = seq
+            self._changed.set()
+            self._changed = trio.Event()
+
+    # ---- reading -------------------------------------------------------
+    @abstractmethod
+    def _read_range(self, from_seq: int, to_seq: int) -> list[Envelope]:
+        """Envelopes with from_seq <= seq <= to_seq, all visible."""
+
+    def read(
+        self,
+        from_seq: int = 1,
+        stream: str | None = None,
+        *,
+        until: int | None = None,
+        limit: int | None = None,
+    ) -> list[Envelope]:
+        """Acknowledged events from ``from_seq`` on (optionally one stream, up to ``until``).
+
+        ``limit`` bounds how many seqs are scanned, not how many match ``stream``.
+        """
+        start = max(from_seq, 1)
+        end = self._visible_seq if until is None else min(until, self._visible_seq)
+        if limit is not None:
+            end = min(end, start + limit - 1)
+        if start > end:
+            return []
+        envs = self._read_range(start, end)
+        if stream is not None:
+            envs = [e for e in envs if e.stream == stream]
+        return envs
+
+    def subscribe(
+        self, from_seq: int = 1, stream: str | None = None, *, batch: int = 4096
+    ) -> Subscription:
+        """Catch up from ``from_seq``, then follow live appends until the log closes."""
+        return Subscription(self, from_seq, stream, batch)
+
+    # ---- lifecycle -----------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._close_backend()
+            self._changed.set()
+
+    async def _close_backend(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def __aenter__(self) -> EventLog:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        with trio.CancelScope(shield=True):
+            await self.aclose()
+
+
+class Subscription:
+    """Async iterator of batches (lists of envelopes), in seq order, gap-free."""
+
+    def __init__(self, log: EventLog, from_seq: int, stream: str | None, batch: int) -> None:
+        self._log = log
+        self.next_seq = max(from_seq, 1)
+        self._stream = stream
+        self._batch = batch
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> Sequence[Envelope]:
+        log = self._log
+        while True:
+            changed = log._changed
+            if self.next_seq <= log._visible_seq:
+                envs = log._read_range(
+                    self.next_seq, min(log._visible_seq, self.next_seq + self._batch - 1)
+                )
+                self.next_seq = envs[-1].seq + 1
+                if self._stream is not None:
+                    envs = [e for e in envs if e.stream == self._stream]
+                if envs:
+                    await trio.lowlevel.checkpoint()
+                    return envs
+                continue
+            if log._closed:
+                raise StopAsyncIteration
+            await changed.wait()

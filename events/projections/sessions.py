@@ -1,0 +1,134 @@
+"""Status per session, as the lifecycle events describe it."""
+
+from __future__ import annotations
+
+import msgspec
+
+from events.envelope import Envelope
+from events.kinds import (
+    CapError,
+    SessionCancelled,
+    SessionCompleted,
+    SessionCreated,
+    SessionFailed,
+    SessionIdle,
+    SessionInputRequired,
+    SessionReady,
+    SessionStarting,
+    SessionWorking,
+)
+from events.projections.base import Projection
+
+TERMINAL_STATUSES = frozenset({"completed", "cancelled", "failed"})
+
+
+class SessionView(msgspec.Struct, kw_only=True):
+    session_id: str
+    agent: str
+    binding: str
+    cwd: str
+    model: str | None = None
+    permissions: str = "deny"
+    status: str = "created"
+    created_at: float = 0.0
+    ended_at: float | None = None
+    turns: int = 0
+    last_stop_reason: str | None = None
+    last_error: str | None = None
+    waiting_on: str | None = None
+
+
+class SessionsState(msgspec.Struct):
+    sessions: dict[str, SessionView] = msgspec.field(default_factory=dict)
+
+
+def _created(state: SessionsState, env: Envelope) -> None:
+    ev: SessionCreated = env.event  # type: ignore[assignment]
+    state.sessions[ev.session_id] = SessionView(
+        session_id=ev.session_id,
+        agent=ev.agent,
+        binding=ev.binding,
+        cwd=ev.cwd,
+        model=ev.model,
+        permissions=ev.permissions,
+        created_at=env.at,
+    )
+
+
+def _status(status: str):
+    def handler(state: SessionsState, env: Envelope) -> None:
+        view = state.sessions.get(env.stream)
+        if view is None or view.status in TERMINAL_STATUSES:
+            return
+        view.status = status
+        view.waiting_on = None
+        if status in TERMINAL_STATUSES:
+            view.ended_at = env.at
+
+    return handler
+
+
+def _working(state: SessionsState, env: Envelope) -> None:
+    view = state.sessions.get(env.stream)
+    if view is None or view.status in TERMINAL_STATUSES:
+        return
+    ev: SessionWorking = env.event  # type: ignore[assignment]
+    view.status = "working"
+    view.waiting_on = None
+    view.turns = max(view.turns, ev.turn)
+
+
+def _input_required(state: SessionsState, env: Envelope) -> None:
+    view = state.sessions.get(env.stream)
+    if view is None or view.status in TERMINAL_STATUSES:
+        return
+    ev: SessionInputRequired = env.event  # type: ignore[assignment]
+    view.status = "input_required"
+    view.waiting_on = f"{ev.reason}:{ev.ref}"
+
+
+def _idle(state: SessionsState, env: Envelope) -> None:
+    view = state.sessions.get(env.stream)
+    if view is None or view.status in TERMINAL_STATUSES:
+        return
+    ev: SessionIdle = env.event  # type: ignore[assignment]
+    view.status = "ready"
+    view.waiting_on = None
+    view.last_stop_reason = ev.stop_reason
+
+
+def _failed(state: SessionsState, env: Envelope) -> None:
+    view = state.sessions.get(env.stream)
+    if view is None or view.status in TERMINAL_STATUSES:
+        return
+    ev: SessionFailed = env.event  # type: ignore[assignment]
+    view.status = "failed"
+    view.ended_at = env.at
+    view.waiting_on = None
+    view.last_error = f"{ev.code}: {ev.message}"
+
+
+def _error(state: SessionsState, env: Envelope) -> None:
+    view = state.sessions.get(env.stream)
+    if view is not None:
+        ev: CapError = env.event  # type: ignore[assignment]
+        view.last_error = f"{ev.code}: {ev.message}"
+
+
+class SessionsProjection(Projection[SessionsState]):
+    name = "sessions"
+    handlers = {
+        SessionCreated: _created,
+        SessionStarting: _status("starting"),
+        SessionReady: _status("ready"),
+        SessionWorking: _working,
+        SessionInputRequired: _input_required,
+        SessionIdle: _idle,
+        SessionCompleted: _status("completed"),
+        SessionCancelled: _status("cancelled"),
+        SessionFailed: _failed,
+        CapError: _error,
+    }
+
+    def initial(self) -> SessionsState:
+        return SessionsState()

@@ -1,0 +1,60 @@
+"""All projections folded together: the state any view shows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgspec
+
+from events.envelope import Envelope
+from events.projections.audit import AuditProjection, AuditState
+from events.projections.base import Projection
+from events.projections.pending import PendingProjection, PendingState
+from events.projections.plan import PlanProjection, PlanState
+from events.projections.sessions import SessionsProjection, SessionsState
+from events.projections.transcript import TranscriptProjection, TranscriptState
+from events.projections.usage import UsageProjection, UsageState
+
+PROJECTIONS: tuple[Projection, ...] = (
+    SessionsProjection(),
+    TranscriptProjection(),
+    PlanProjection(),
+    UsageProjection(),
+    PendingProjection(),
+    AuditProjection(),
+)
+
+
+class State(msgspec.Struct):
+    sessions: SessionsState
+    transcript: TranscriptState
+    plan: PlanState
+    usage: UsageState
+    pending: PendingState
+    audit: AuditState
+    last_seq: int = 0
+
+
+def initial_state() -> State:
+    return State(*(p.initial() for p in PROJECTIONS))
+
+
+_FIELDS = tuple(p.name for p in PROJECTIONS)
+
+
+def fold(state: State, envelopes: Iterable[Envelope]) -> State:
+    """Apply each envelope to every projection, in seq order."""
+    parts = [(p.handlers, getattr(state, p.name)) for p in PROJECTIONS]
+    last = state.last_seq
+    for env in envelopes:
+        kind = type(env.event)
+        for handlers, part in parts:
+            handler = handlers.get(kind)
+            if handler is not None:
+                handler(part, env)
+        last = env.seq
+    state.last_seq = last
+    return state
+
+
+assert _FIELDS == tuple(State.__struct_fields__[: len(_FIELDS)])
