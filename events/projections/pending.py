@@ -15,6 +15,7 @@ from events.kinds import (
     SessionCancelled,
     SessionCompleted,
     SessionFailed,
+    SessionIdle,
 )
 from events.projections.base import Projection
 
@@ -95,6 +96,7 @@ class PendingProjection(Projection[PendingState]):
         SessionCompleted: _ended,
         SessionCancelled: _ended,
         SessionFailed: _ended,
+        SessionIdle: _ended,
     }
 
     def initial(self) -> PendingState:

@@ -34,6 +34,8 @@ class SessionView(msgspec.Struct, kw_only=True):
     ended_at: float | None = None
     turns: int = 0
     last_stop_reason: str | None = None
+    idle_turn: int = 0
+    """The last turn that ended."""
     last_error: str | None = None
     waiting_on: str | None = None
 
@@ -95,6 +97,7 @@ def _idle(state: SessionsState, env: Envelope) -> None:
     view.status = "ready"
     view.waiting_on = None
     view.last_stop_reason = ev.stop_reason
+    view.idle_turn = ev.turn
 
 
 def _failed(state: SessionsState, env: Envelope) -> None:

@@ -1,0 +1,354 @@
+"""The agent side of a session: trio-cap's scripted brain speaking CAP events.
+
+This is the same code in every binding: ``inproc`` hands it frames directly;
+the stream-json, ACP and PTY agent modes will wrap it with their encoders.  It
+consumes orchestrator → agent frames (config first, then inputs, cancels,
+answers) and emits CAP core events plus a turn-end marker.  Output is buffered
+and flushed at every await, so a turn's events travel as a few large batches
+rather than one message per event.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import trio
+
+from actors.agent import tools
+from actors.agent.brain import ScriptedBrain
+from actors.agent.steps import (
+    Ask,
+    Burst,
+    Edit,
+    Error,
+    Fail,
+    PlanItem,
+    PlanStep,
+    Report,
+    Run,
+    Say,
+    Step,
+    Think,
+    Tool,
+    Wait,
+    Write,
+)
+from actors.connection import TurnEnded
+from actors.risk import infer_risk
+from events.kinds import (
+    AskUser,
+    AskUserAnswer,
+    Cancel,
+    CapError,
+    CapSessionReady,
+    Event,
+    PermissionRequest,
+    PermissionResponse,
+    Plan,
+    PlanEntry,
+    SessionConfig,
+    StopReason,
+    TextChunk,
+    Thought,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+    UserInputInject,
+)
+
+Emitted = Event | TurnEnded
+Emit = Callable[[Sequence[Emitted]], Awaitable[None]]
+
+
+class _TurnFailed(Exception):
+    pass
+
+
+class AgentCore:
+    def __init__(self, brain: ScriptedBrain, emit: Emit, *, session_id: str = "cap-agent") -> None:
+        self.brain = brain
+        self._emit = emit
+        self.session_id = session_id
+        self.config: SessionConfig | None = None
+        self._out: list[Emitted] = []
+        self._turn_no = 0
+        self._turn_scope: trio.CancelScope | None = None
+        self._waiting: dict[str, tuple[trio.Event, list[Any]]] = {}
+        self._counters: dict[str, int] = {}
+        self._words_out = 0
+        self._reported: list[Report] = []
+
+    # ---- plumbing ---------------------------------------------------------
+    def _id(self, prefix: str) -> str:
+        n = self._counters.get(prefix, 0) + 1
+        self._counters[prefix] = n
+        return f"{prefix}_{n}"
+
+    async def _flush(self) -> None:
+        if self._out:
+            batch, self._out = self._out, []
+            await self._emit(batch)
+
+    @property
+    def cwd(self) -> str:
+        assert self.config is not None
+        return self.config.cwd
+
+    # ---- frames in ----------------------------------------------------------
+    async def run(self, frames: trio.MemoryReceiveChannel[Event]) -> None:
+        """Serve one session until the orchestrator closes the frame channel or cancels it."""
+        try:
+            first = await frames.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            return
+        if not isinstance(first, SessionConfig):
+            await self._emit([_config_missing(first)])
+            return
+        self.config = first
+        await self._emit([CapSessionReady(session_id=self.session_id)])
+        turn_send, turn_receive = trio.open_memory_channel[str](math.inf)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._turn_worker, turn_receive)
+            async with turn_send:
+                async for frame in frames:
+                    if isinstance(frame, UserInputInject):
+                        turn_send.send_nowait(frame.text)
+                    elif isinstance(frame, Cancel):
+                        if frame.scope == "session":
+                            nursery.cancel_scope.cancel()
+                            return
+                        if self._turn_scope is not None:
+                            self._turn_scope.cancel()
+                    elif isinstance(frame, PermissionResponse | AskUserAnswer):
+                        self._deliver(frame, nursery)
+                    elif isinstance(frame, SessionConfig):
+                        late = CapError(code="invalid_state", message="cap.session.config "
+                                        "arrived after the session started; ignored")
+                        nursery.start_soon(self._emit, [late])
+
+    def _deliver(self, frame: PermissionResponse | AskUserAnswer, nursery: trio.Nursery) -> None:
+        key = frame.req_id if isinstance(frame, PermissionResponse) else frame.ask_id
+        waiter = self._waiting.pop(key, None)
+        if waiter is None:
+            code = (
+                "cap_unknown_permission" if isinstance(frame, PermissionResponse) else "unknown_ask"
+            )
+            # emitted from its own task: the frame reader must never block on output
+            nursery.start_soon(self._emit, [CapError(code=code, message=f"nothing waits on {key!r}")])
+            return
+        event, box = waiter
+        box.append(frame)
+        event.set()
+
+    async def _await_reply(self, key: str) -> Any:
+        event, box = trio.Event(), []
+        self._waiting[key] = (event, box)
+        await self._flush()
+        try:
+            await event.wait()
+        finally:
+            self._waiting.pop(key, None)
+        return box[0]
+
+    # ---- turns ----------------------------------------------------------------
+    async def _turn_worker(self, turns: trio.MemoryReceiveChannel[str]) -> None:
+        async for prompt in turns:
+            await self._run_turn(prompt)
+
+    async def _run_turn(self, prompt: str) -> None:
+        self._turn_no += 1
+        self._words_out = 0
+        self._reported = []
+        started = trio.current_time()
+        stop: StopReason = "end_turn"
+        with trio.CancelScope() as scope:
+            self._turn_scope = scope
+            try:
+                for step in self.brain.steps_for(prompt):
+                    await self._step(step)
+            except _TurnFailed:
+                stop = "error"
+        self._turn_scope = None
+        if scope.cancelled_caught:
+            stop = "cancelled"
+        self._out.append(self._usage(prompt, stop, started))
+        self._out.append(TurnEnded(stop))
+        await self._flush()
+
+    def _usage(self, prompt: str, stop: StopReason, started: float) -> Usage:
+        script = self.brain.script
+        tokens_in = max(1, len(prompt.split()))
+        tokens_out = self._words_out
+        extra = {k: 0 for k in ("cache_read_tokens", "cache_creation_tokens", "thinking_tokens")}
+        cost = (tokens_in * script.input_per_mtok + tokens_out * script.output_per_mtok) / 1e6
+        for report in self._reported:
+            u = report.usage
+            tokens_in += u.input_tokens
+            tokens_out += u.output_tokens
+            extra["cache_read_tokens"] += u.cache_read_tokens
+            extra["cache_creation_tokens"] += u.cache_creation_tokens
+            extra["thinking_tokens"] += u.thinking_tokens
+            cost += u.cost_usd
+        model = (self.config.model if self.config else None) or script.model
+        return Usage(
+            model_id=model,
+            input_tokens=tokens_in,
+            output_tokens=tokens_out,
+            cost_usd_estimate=round(cost, 10),
+            duration_ms=int((trio.current_time() - started) * 1000),
+            stop_reason=stop,
+            **extra,
+        )
+
+    def _say(self, text: str, channel: str = "assistant") -> None:
+        message_id = f"msg_{self._turn_no}"
+        if self._words_out:
+            text = "\n" + text  # later replies of a turn start on their own line
+        words = text.split(" ")
+        self._words_out += len(text.split())
+        n = self.brain.script.chunk_words
+        for i in range(0, len(words), n):
+            piece = " ".join(words[i : i + n])
+            if i + n < len(words):
+                piece += " "
+            self._out.append(TextChunk(message_id=message_id, text=piece, channel=channel))  # type: ignore[arg-type]
+
+    async def _step(self, step: Step) -> None:
+        match step:
+            case Say():
+                self._say(step.say)
+            case Think():
+                self._out.append(Thought(message_id=f"thought_{self._turn_no}", text=step.think))
+            case PlanStep():
+                self._out.append(Plan(entries=tuple(_entries(step.plan))))
+            case Write():
+                await self._tool("Write", {"path": step.write, "content": step.content}, "write",
+                                 lambda: tools.write_file(self.cwd, step.write, step.content))
+            case Edit():
+                await self._tool("Edit", {"path": step.edit, "old": step.old, "new": step.new},
+                                 "write", lambda: tools.edit_file(self.cwd, step.edit, step.old,
+                                                                  step.new))
+            case Run():
+                await self._run(step)
+            case Tool():
+                await self._tool(step.tool, step.input, step.scope, lambda: step.output,
+                                 risk=step.risk, ask=step.needs_permission)
+            case Ask():
+                await self._ask(step)
+            case Report():
+                self._reported.append(step)
+            case Wait():
+                await self._flush()
+                await trio.sleep(step.wait)
+            case Error():
+                self._out.append(CapError(code=step.error, message=step.message or step.error,
+                                          retryable=step.retryable))
+            case Fail():
+                self._out.append(CapError(code=step.fail, message=step.message or step.fail,
+                                          retryable=step.retryable))
+                raise _TurnFailed
+            case Burst():
+                await self._burst(step)
+
+    async def _burst(self, step: Burst) -> None:
+        message_id = f"msg_{self._turn_no}"
+        chunk = TextChunk(message_id=message_id, text=step.text)
+        left = step.burst
+        await self._flush()
+        while left > 0:
+            n = min(step.batch, left)
+            await self._emit([chunk] * n)
+            left -= n
+        self._words_out += step.burst
+
+    async def _permitted(self, tool: str, intent: dict[str, Any], scope: str,
+                         risk: str | None) -> tuple[bool, str]:
+        assert self.config is not None
+        if self.config.permission_mode == "none":
+            return True, ""
+        req_id = self._id("perm")
+        level = risk or infer_risk(tool, intent, scope, self.cwd)
+        self._out.append(PermissionRequest(req_id=req_id, tool=tool, intent=intent,
+                                           scope=scope, risk_level=level))  # type: ignore[arg-type]
+        reply: PermissionResponse = await self._await_reply(req_id)
+        return reply.decision != "deny", reply.decision
+
+    async def _tool(self, name: str, intent: dict[str, Any], scope: str, action,
+                    *, risk: str | None = None, ask: bool = True) -> str | None:
+        call_id = self._id("call")
+        self._out.append(ToolCallStart(call_id=call_id, name=name, input=intent))
+        started = trio.current_time()
+        if ask:
+            allowed, _ = await self._permitted(name, intent, scope, risk)
+            if not allowed:
+                what = intent.get("path") or intent.get("command") or name
+                self._out.append(ToolCallEnd(call_id=call_id, output="permission denied",
+                                             is_error=True))
+                self._say(f"Permission to use {name} on {what} was denied, so I did not do it.")
+                return None
+        try:
+            result = action()
+            if isinstance(result, Awaitable):
+                result = await result
+        except tools.ToolError as exc:
+            self._out.append(ToolCallEnd(call_id=call_id, output=str(exc), is_error=True,
+                                         duration_ms=_ms(started)))
+            self._say(f"{name} failed: {exc}")
+            return None
+        self._out.append(ToolCallEnd(call_id=call_id, output=str(result),
+                                     duration_ms=_ms(started)))
+        if name in ("Write", "Edit"):
+            self._say(f"{result[0].upper()}{result[1:]}.")
+        return str(result)
+
+    async def _run(self, step: Run) -> None:
+        box: list[tuple[int | None, str]] = []
+
+        async def action() -> str:
+            code, output = await tools.run_command(self.cwd, step.run, step.timeout)
+            box.append((code, output))
+            return output
+
+        await self._flush()
+        result = await self._tool("Bash", {"command": step.run}, "execute", action)
+        if result is None or not box:
+            return
+        code, output = box[0]
+        status = "timed out" if code is None else f"exited {code}"
+        body = output.rstrip("\n") or "(no output)"
+        self._say(f"`{step.run}` {status}:\n{body}")
+
+    async def _ask(self, step: Ask) -> None:
+        ask_id = self._id("ask")
+        form: dict[str, Any] | None = None
+        if step.options:
+            form = {"type": "string", "oneOf": [{"const": o, "title": o} for o in step.options]}
+        self._out.append(AskUser(ask_id=ask_id, prompt=step.ask, form=form))
+        reply: AskUserAnswer = await self._await_reply(ask_id)
+        if reply.value is None:
+            fallback = step.options[0] if step.options else "nothing"
+            self._say(f"No answer to \"{step.ask}\"; going with {fallback}.")
+        else:
+            self._say(f"You answered {reply.value}.")
+
+
+def _entries(items: list[PlanItem | str]) -> list[PlanEntry]:
+    out = []
+    for i, item in enumerate(items, 1):
+        if isinstance(item, str):
+            item = PlanItem(content=item)
+        out.append(PlanEntry(id=f"p{i}", content=item.content, status=item.status,
+                             priority=item.priority))
+    return out
+
+
+def _ms(started: float) -> int:
+    return int((trio.current_time() - started) * 1000)
+
+
+def _config_missing(frame: Event) -> CapError:
+    kind = frame.__struct_config__.tag
+    return CapError(code="cap_session_config_missing",
+                    message=f"the first frame must be cap.session.config, got {kind}")

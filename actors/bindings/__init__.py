@@ -1,0 +1,1 @@
+"""One module (later, one package) per binding; each is a Connector."""

@@ -1,0 +1,82 @@
+"""The ``inproc`` binding: trio-cap's scripted brain inside the orchestrator's process.
+
+No subprocess and no encoding: frames are the event structs themselves.  It is
+the fast path for tests and the large benchmarks, and the reference every wire
+binding is compared with.  The brain runs in the connection's own nursery; if
+it ends on its own (or crashes) the session hears :class:`AgentGone`, the
+same as when a real agent process dies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from actors.agent.brain import ScriptedBrain
+from actors.agent.core import AgentCore, Emitted
+from actors.agent.script import Script
+from actors.connection import AgentBatch, AgentGone, AgentSpec, TurnEnded
+from events.kinds import Cancel, CancelScope, Event
+
+
+class InprocConnection:
+    def __init__(self, frames: trio.MemorySendChannel[Event]) -> None:
+        self._frames = frames
+
+    async def send(self, frames: Sequence[Event]) -> None:
+        for frame in frames:
+            await self._frames.send(frame)
+
+    async def cancel(self, scope: CancelScope) -> None:
+        await self._frames.send(Cancel(scope=scope))
+
+
+class InprocConnector:
+    binding = "inproc"
+
+    @asynccontextmanager
+    async def open(
+        self, spec: AgentSpec, deliver: trio.MemorySendChannel[Any]
+    ) -> AsyncIterator[InprocConnection]:
+        script: Script | None = spec.options.get("script")
+        frames_send, frames_receive = trio.open_memory_channel[Event](64)
+
+        async def emit(items: Sequence[Emitted]) -> None:
+            events: list[Event] = []
+            for item in items:
+                if isinstance(item, TurnEnded):
+                    if events:
+                        await deliver.send(AgentBatch(events))
+                        events = []
+                    await deliver.send(item)
+                else:
+                    events.append(item)
+            if events:
+                await deliver.send(AgentBatch(events))
+
+        core = AgentCore(ScriptedBrain(script), emit, session_id=spec.options.get(
+            "agent_session_id", "cap-agent"))
+
+        async def serve() -> None:
+            reason = "the agent ended the session"
+            try:
+                await core.run(frames_receive)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return  # the session actor is gone; nobody to tell
+            except Exception as exc:  # a crashed brain is a dead agent, not a crashed orchestrator
+                reason = f"the in-process agent crashed: {exc!r}"
+            try:
+                await deliver.send(AgentGone(reason))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+
+        async with trio.open_nursery() as nursery, deliver:
+            nursery.start_soon(serve)
+            try:
+                yield InprocConnection(frames_send)
+            finally:
+                frames_send.close()
+                nursery.cancel_scope.cancel()

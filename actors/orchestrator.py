@@ -1,0 +1,289 @@
+"""The embedding API: ``async with open_orchestrator() as orch:`` inside any Trio program.
+
+The orchestrator owns an actor system, the event log and a live projection of
+it.  Sessions are actors; a :class:`Session` handle turns method calls into
+inbox commands and waits on the projection for their effect, so every answer
+an embedding app gets is one the log can reproduce.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+
+from actors.agent.script import Script, load_script
+from actors.bindings.inproc import InprocConnector
+from actors.connection import AgentSpec, Connector
+from actors.ids import IdSource, RandomIds
+from actors.runtime import ActorNotFound, ActorSystem, Escalate, open_actor_system
+from actors.session.actor import (
+    Accepted,
+    CloseSession,
+    Command,
+    Reply,
+    SessionActor,
+    SessionEnded,
+)
+from actors.session.machine import SessionMachine
+from actors.session.policy import POLICIES, PermissionPolicy
+from events.clock import Clock, SystemClock
+from events.envelope import Envelope
+from events.kinds import (
+    AskAnswered,
+    CancelRequested,
+    CancelScope,
+    Decision,
+    InputInjected,
+    PermissionDecided,
+    SessionConfig,
+    SessionCreated,
+    StopReason,
+    TextChunk,
+)
+from events.log import EventLog, FileEventLog, MemoryEventLog
+from events.projections import State, fold, initial_state
+from events.projections.sessions import TERMINAL_STATUSES, SessionView
+
+BUILTIN_AGENT = "cap-agent"
+
+
+class UnknownAgent(Exception):
+    """No agent by that name (or no such binding for it) is available."""
+
+
+@attrs.frozen
+class TurnResult:
+    turn: int | None
+    stop_reason: StopReason | None
+    text: str
+    input_seq: int
+
+
+class Session:
+    """Owner's handle on one session actor."""
+
+    def __init__(self, orch: Orchestrator, session_id: str, address: str) -> None:
+        self.orch = orch
+        self.id = session_id
+        self.address = address
+
+    @property
+    def view(self) -> SessionView | None:
+        return self.orch.state.sessions.sessions.get(self.id)
+
+    async def _command(self, event: Any) -> Accepted:
+        reply = Reply()
+        try:
+            await self.orch.system.lookup(self.address).send(Command(event, reply))
+        except ActorNotFound:
+            raise SessionEnded(f"session {self.id} has ended") from None
+        return await reply.wait()
+
+    async def inject(self, text: str, *, source: str = "owner") -> Accepted:
+        """Accept input; it is sent when the session is ready and no turn runs."""
+        return await self._command(InputInjected(text=text, source=source))
+
+    async def cancel(self, scope: CancelScope = "current_turn", reason: str = "user") -> Accepted:
+        return await self._command(CancelRequested(scope=scope, reason=reason))
+
+    async def decide(self, req_id: str, decision: Decision, *, reason: str = "") -> Accepted:
+        return await self._command(
+            PermissionDecided(req_id=req_id, decision=decision, by="human", reason=reason)
+        )
+
+    async def answer(self, ask_id: str, value: Any) -> Accepted:
+        return await self._command(AskAnswered(ask_id=ask_id, value=value, by="human"))
+
+    async def close(self) -> SessionView:
+        """End the session (completed, or failed when its last turn failed) and wait for it."""
+        reply = Reply()
+        try:
+            await self.orch.system.lookup(self.address).send(CloseSession(reply))
+            await reply.wait()
+        except ActorNotFound:
+            pass
+        return await self.wait_terminal()
+
+    async def wait_terminal(self) -> SessionView:
+        return await self.wait_status(*TERMINAL_STATUSES)
+
+    async def wait_status(self, *statuses: str) -> SessionView:
+        await self.orch.wait_until(
+            lambda s: (v := s.sessions.sessions.get(self.id)) is not None and v.status in statuses
+        )
+        return self.view  # type: ignore[return-value]
+
+    async def run_turn(self, text: str) -> TurnResult:
+        """Inject ``text`` and wait until its turn ends (or the session does)."""
+        accepted = await self.inject(text)
+        if accepted.turn is not None:
+            turn = accepted.turn
+            await self.orch.wait_until(
+                lambda s: (v := s.sessions.sessions[self.id]).idle_turn >= turn
+                or v.status in TERMINAL_STATUSES
+            )
+        view = self.view
+        assert view is not None
+        ended = accepted.turn is not None and view.idle_turn >= accepted.turn
+        text_out = "".join(
+            env.event.text
+            for env in self.orch.log.read(accepted.seq, self.id)
+            if env.cause == accepted.seq
+            and type(env.event) is TextChunk
+            and env.event.channel == "assistant"
+        )
+        return TurnResult(
+            turn=accepted.turn,
+            stop_reason=view.last_stop_reason if ended else None,
+            text=text_out,
+            input_seq=accepted.seq,
+        )
+
+
+class Orchestrator:
+    def __init__(self, system: ActorSystem, log: EventLog, clock: Clock, ids: IdSource) -> None:
+        self.system = system
+        self.log = log
+        self.clock = clock
+        self.ids = ids
+        self.state: State = initial_state()
+        self._changed = trio.Event()
+        self.connectors: dict[str, Connector] = {"inproc": InprocConnector()}
+
+    async def _project(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        subscription = self.log.subscribe(self.state.last_seq + 1)
+        task_status.started()
+        async for batch in subscription:
+            self._fold(batch)
+
+    def _fold(self, batch: list[Envelope]) -> None:
+        fold(self.state, batch)
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_until(self, predicate: Callable[[State], bool]) -> State:
+        """Wait until the live projection satisfies ``predicate``."""
+        while not predicate(self.state):
+            await self._changed.wait()
+        return self.state
+
+    async def start_session(
+        self,
+        agent: str = BUILTIN_AGENT,
+        binding: str = "inproc",
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        model: str | None = None,
+        script: Script | str | os.PathLike[str] | None = None,
+        permissions: str = "deny",
+        allow_high_risk: bool = False,
+        human: bool | None = None,
+        budget_usd: float | None = None,
+        system_prompt: str | None = None,
+        max_turns: int | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """Spawn a session actor; returns once ``session.created`` is in the log.
+
+        ``human`` says whether someone will answer asks and permission requests
+        through :meth:`Session.decide` / :meth:`Session.answer` (implied by
+        ``permissions="ask"``).
+        """
+        if permissions not in POLICIES:
+            raise ValueError(f"permissions must be one of {POLICIES}, not {permissions!r}")
+        connector = self.connectors.get(binding)
+        if agent != BUILTIN_AGENT or connector is None:
+            raise UnknownAgent(
+                f"cannot start agent {agent!r} over binding {binding!r}: this build knows "
+                f"{BUILTIN_AGENT!r} over {sorted(self.connectors)}"
+            )
+        if isinstance(script, str | os.PathLike):
+            script = load_script(script)
+        workdir = str(Path(cwd or os.getcwd()).resolve())
+        if not os.path.isdir(workdir):
+            raise NotADirectoryError(f"--cwd {workdir} is not a directory")
+        policy = PermissionPolicy(
+            name=permissions,  # type: ignore[arg-type]
+            allow_high_risk=allow_high_risk,
+            human=(permissions == "ask") if human is None else human,
+        )
+        sid = session_id or self.ids.new("sess")
+        config = SessionConfig(
+            cwd=workdir,
+            model=model,
+            system_prompt=system_prompt,
+            max_turns=max_turns,
+            budget_usd=budget_usd,
+            permission_mode=policy.permission_mode,  # type: ignore[arg-type]
+        )
+        created = SessionCreated(
+            session_id=sid,
+            cwd=workdir,
+            agent=agent,
+            binding=binding,
+            model=model,
+            permissions=permissions,
+            allow_high_risk=allow_high_risk,
+            budget_usd=budget_usd,
+        )
+        spec = AgentSpec(
+            name=agent,
+            binding=binding,
+            config=config,
+            options={"script": script, "agent_session_id": f"agent-{sid}"},
+        )
+        machine = SessionMachine(created, config, policy)
+        address = f"cap://{sid}"
+        self.system.spawn(
+            lambda: SessionActor(machine, spec, connector, self.log),
+            address=address,
+            policy=Escalate(),
+        )
+        session = Session(self, sid, address)
+        await self.wait_until(lambda s: sid in s.sessions.sessions)
+        return session
+
+    def session(self, session_id: str) -> Session:
+        return Session(self, session_id, f"cap://{session_id}")
+
+
+@asynccontextmanager
+async def open_orchestrator(
+    log: EventLog | str | os.PathLike[str] | None = None,
+    *,
+    clock: Clock | None = None,
+    ids: IdSource | None = None,
+    grace: float = 5.0,
+    fsync: str = "batch",
+) -> AsyncIterator[Orchestrator]:
+    """Run an orchestrator inside the caller's task tree.
+
+    ``log`` may be an :class:`EventLog` (the caller keeps ownership), a path
+    (a file log opened and closed here), or None for an in-memory log.
+    Leaving the block, normally or by cancellation, stops every session
+    within ``grace`` seconds, each with a terminal event in the log.
+    """
+    clock = clock or SystemClock()
+    ids = ids or RandomIds()
+    owned: EventLog | None = None
+    if log is None:
+        owned = MemoryEventLog(clock)
+    elif isinstance(log, str | os.PathLike):
+        owned = FileEventLog(log, fsync=fsync, clock=clock)  # type: ignore[arg-type]
+    event_log = owned or log
+    assert isinstance(event_log, EventLog)
+    try:
+        async with open_actor_system(clock=clock, ids=ids, grace=grace) as system:
+            orch = Orchestrator(system, event_log, clock, ids)
+            await system.nursery.start(orch._project)
+            yield orch
+    finally:
+        if owned is not None:
+            with trio.CancelScope(shield=True):
+                await owned.aclose()

@@ -1,0 +1,1 @@
+"""The session: lifecycle machine, permission policy and the actor that drives them."""

@@ -1,0 +1,192 @@
+"""The session actor: the Trio shell around :class:`SessionMachine`.
+
+Its inbox takes commands from the owner (through :class:`~actors.orchestrator.Session`)
+and what the connection delivers (agent event batches, turn ends, the agent's
+disappearance), in one order.  Event sourcing is literal here: a command is
+validated, appended to the log, and only then applied; agent events are
+appended as they arrive and then fed to the machine, whose derived events
+(lifecycle, decisions) name them as their ``cause``.  Every outbound frame is
+logged before it is sent, so the log proves what reached the agent and when.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import trio
+
+from actors.connection import AgentBatch, AgentGone, AgentSpec, ConnectError, Connector, TurnEnded
+from actors.runtime import Actor, ActorContext
+from actors.session.machine import CancelAgent, Close, Emit, Output, Send, SessionMachine
+from events.kinds import Cancel, CapError, Event
+from events.log.base import EventLog
+
+
+class CommandRefused(Exception):
+    """The session did not accept a command; ``error`` is the logged ``cap.error``."""
+
+    def __init__(self, error: CapError) -> None:
+        super().__init__(f"{error.code}: {error.message}")
+        self.error = error
+
+
+class SessionEnded(Exception):
+    """The session ended before it could handle the command."""
+
+
+class Reply:
+    """A one-shot answer from the actor to whoever sent a command."""
+
+    def __init__(self) -> None:
+        self._done = trio.Event()
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+    def set(self, value: Any) -> None:
+        if not self._done.is_set():
+            self._value = value
+            self._done.set()
+
+    def fail(self, error: BaseException) -> None:
+        if not self._done.is_set():
+            self._error = error
+            self._done.set()
+
+    async def wait(self) -> Any:
+        await self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+@attrs.frozen
+class Command:
+    event: Event
+    reply: Reply
+
+
+@attrs.frozen
+class CloseSession:
+    reply: Reply
+
+
+@attrs.frozen
+class Accepted:
+    seq: int
+    turn: int | None
+    """For an input: the turn it will run as (None when refused by the budget gate)."""
+
+
+class SessionActor(Actor):
+    def __init__(
+        self, machine: SessionMachine, spec: AgentSpec, connector: Connector, log: EventLog
+    ) -> None:
+        self.machine = machine
+        self.spec = spec
+        self.connector = connector
+        self.log = log
+        self.stream = machine.session_id
+        self.conn: Any = None
+
+    async def run(self, ctx: ActorContext) -> None:
+        machine = self.machine
+        try:
+            await self._apply(machine.create())
+            try:
+                async with self.connector.open(self.spec, ctx.ref.clone_sender()) as conn:
+                    self.conn = conn
+                    await self._apply(machine.start())
+                    async for batch in ctx.batches():
+                        await self._handle(batch)
+                        if machine.terminal:
+                            break
+                    self.conn = None
+            except ConnectError as exc:
+                self.conn = None
+                await self._apply(machine.fail("cap_binding_unavailable", str(exc)))
+        finally:
+            self.conn = None
+            with ctx.shielded():
+                if not machine.terminal:
+                    await self._apply(machine.shutdown())
+                _refuse_queued(ctx)
+
+    # ---- inbox ------------------------------------------------------------
+    async def _handle(self, batch: list[Any]) -> None:
+        events: list[Event] = []
+        for message in batch:
+            if type(message) is AgentBatch:
+                events.extend(message.events)
+                continue
+            if events:
+                await self._agent_events(events)
+                events = []
+            await self._one(message)
+            if self.machine.terminal:
+                return
+        if events:
+            await self._agent_events(events)
+
+    async def _agent_events(self, events: list[Event]) -> None:
+        machine = self.machine
+        last = await self.log.append(events, stream=self.stream, cause=machine.turn_cause)
+        outputs = machine.on_agent(events, last - len(events) + 1)
+        if outputs:
+            await self._apply(outputs)
+
+    async def _one(self, message: Any) -> None:
+        machine = self.machine
+        if isinstance(message, Command):
+            refusal = machine.refusal(message.event)
+            if refusal is not None:
+                await self.log.append([refusal], stream=self.stream)
+                message.reply.fail(CommandRefused(refusal))
+                return
+            seq = await self.log.append([message.event], stream=self.stream)
+            outputs = machine.on_command(message.event, seq)
+            await self._apply(outputs)
+            refused = any(
+                isinstance(o, Emit)
+                and o.cause == seq
+                and any(getattr(e, "code", "") == "cap_budget_exceeded" for e in o.events)
+                for o in outputs
+            )
+            turn = None if refused else machine.turn + len(machine.queue)
+            message.reply.set(Accepted(seq, turn))
+        elif isinstance(message, CloseSession):
+            await self._apply(machine.close())
+            message.reply.set(None)
+        elif isinstance(message, TurnEnded):
+            await self._apply(machine.on_turn_ended(message.stop_reason))
+        elif isinstance(message, AgentGone):
+            await self._apply(machine.on_agent_gone(message.reason))
+
+    async def _apply(self, outputs: list[Output]) -> None:
+        for out in outputs:
+            if isinstance(out, Emit):
+                await self.log.append(out.events, stream=self.stream, cause=out.cause)
+            elif isinstance(out, Send):
+                if self.conn is not None:
+                    await self.log.append([out.frame], stream=self.stream, cause=out.cause)
+                    await self.conn.send([out.frame])
+            elif isinstance(out, CancelAgent):
+                if self.conn is not None:
+                    frame = Cancel(scope=out.scope, reason=out.reason)
+                    await self.log.append([frame], stream=self.stream, cause=out.cause)
+                    await self.conn.cancel(out.scope)
+            elif isinstance(out, Close):
+                pass  # leaving the connection's context closes it
+
+
+def _refuse_queued(ctx: ActorContext) -> None:
+    """Answer commands still queued so no caller waits forever on a dead session."""
+    while True:
+        try:
+            message = ctx.inbox.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+            return
+        if isinstance(message, CloseSession):
+            message.reply.set(None)
+        elif isinstance(message, Command):
+            message.reply.fail(SessionEnded("the session has ended"))

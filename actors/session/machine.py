@@ -1,0 +1,426 @@
+"""The CAP session lifecycle as a sans-io state machine.
+
+No I/O, no clock, no randomness: the machine takes what happened (a command
+the log has already accepted, a batch of agent events the log already holds, a
+turn end, the agent's disappearance) and answers with outputs for its Trio
+shell to carry out in order — events to append (:class:`Emit`), frames to log
+and send (:class:`Send`, :class:`CancelAgent`) and the end of the connection
+(:class:`Close`).  Fed the same inputs it produces the same outputs, which is
+what replay relies on.
+
+States and what each accepts::
+
+    CREATED ─start─► STARTING ─cap.session.ready─► READY ─inject─► WORKING ⇄ INPUT_REQUIRED
+                                                     ▲                │
+                                                     └── turn ended ◄─┘
+    any non-terminal ─► COMPLETED | CANCELLED | FAILED
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from actors.risk import infer_risk, max_risk
+from actors.session.policy import PermissionPolicy
+from events.kinds import (
+    AskAnswered,
+    AskUser,
+    AskUserAnswer,
+    CancelRequested,
+    CancelScope,
+    CapError,
+    CapSessionReady,
+    ContentBlock,
+    Event,
+    InputInjected,
+    PermissionDecided,
+    PermissionRequest,
+    PermissionResponse,
+    SessionCancelled,
+    SessionCompleted,
+    SessionConfig,
+    SessionCreated,
+    SessionFailed,
+    SessionIdle,
+    SessionInputRequired,
+    SessionReady,
+    SessionStarting,
+    SessionWarning,
+    SessionWorking,
+    StopReason,
+    Usage,
+    UserInputInject,
+)
+
+
+class State(enum.Enum):
+    CREATED = "created"
+    STARTING = "starting"
+    READY = "ready"
+    WORKING = "working"
+    INPUT_REQUIRED = "input_required"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+
+TERMINAL = frozenset({State.COMPLETED, State.CANCELLED, State.FAILED})
+BUSY = frozenset({State.WORKING, State.INPUT_REQUIRED})
+
+_ALL_COMMANDS = frozenset({InputInjected, CancelRequested, PermissionDecided, AskAnswered})
+ACCEPTS: dict[State, frozenset[type[Event]]] = {
+    State.CREATED: frozenset({InputInjected, CancelRequested}),
+    State.STARTING: frozenset({InputInjected, CancelRequested}),
+    State.READY: frozenset({InputInjected, CancelRequested}),
+    State.WORKING: _ALL_COMMANDS,
+    State.INPUT_REQUIRED: _ALL_COMMANDS,
+    State.COMPLETED: frozenset(),
+    State.CANCELLED: frozenset(),
+    State.FAILED: frozenset(),
+}
+"""The explicit table of which commands each state takes; the rest are refused."""
+
+
+@attrs.frozen
+class Emit:
+    events: tuple[Event, ...]
+    cause: int | None = None
+
+
+@attrs.frozen
+class Send:
+    """Log this orchestrator → agent frame, then send it."""
+
+    frame: Event
+    cause: int | None = None
+
+
+@attrs.frozen
+class CancelAgent:
+    scope: CancelScope
+    reason: str
+    cause: int | None = None
+
+
+@attrs.frozen
+class Close:
+    """The session reached a terminal state: close the connection."""
+
+
+Output = Emit | Send | CancelAgent | Close
+
+_INTERESTING = frozenset({CapSessionReady, PermissionRequest, AskUser, Usage, CapError})
+
+
+class SessionMachine:
+    def __init__(
+        self,
+        created: SessionCreated,
+        config: SessionConfig,
+        policy: PermissionPolicy,
+    ) -> None:
+        self.created = created
+        self.config = config
+        self.policy = policy
+        self.session_id = created.session_id
+        self.state = State.CREATED
+        self.turn = 0
+        self.queue: deque[tuple[str, int]] = deque()
+        self.pending_permissions: dict[str, int] = {}
+        self.pending_asks: dict[str, AskUser] = {}
+        self.cost_usd = 0.0
+        self.turn_cause: int | None = None
+        self.turn_error: CapError | None = None
+        self.last_stop: StopReason | None = None
+        self.last_error: CapError | None = None
+        self._budget_cancelled = False
+
+    # ---- lifecycle --------------------------------------------------------
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL
+
+    def create(self) -> list[Output]:
+        return [Emit((self.created,))]
+
+    def start(self) -> list[Output]:
+        """Config first: nothing else goes to the agent before it."""
+        if self.state is not State.CREATED:
+            return []
+        self.state = State.STARTING
+        out: list[Output] = []
+        if self.policy.name == "bypass":
+            out.append(
+                Emit(
+                    (
+                        SessionWarning(
+                            code="permissions_bypassed",
+                            message="policy 'bypass': the agent runs in its own no-prompt "
+                            "mode and its tool calls are not reviewed",
+                        ),
+                    )
+                )
+            )
+        out += [Emit((SessionStarting(),)), Send(self.config)]
+        return out
+
+    def close(self) -> list[Output]:
+        """The owner is done with the session."""
+        if self.terminal:
+            return []
+        if self.state in BUSY:
+            return self._end(
+                SessionCancelled(reason="closed while a turn was running"), cancel=True
+            )
+        if self.state is State.READY and self.last_stop == "error":
+            err = self.last_error
+            return self._end(
+                SessionFailed(
+                    code=err.code if err else "turn_failed",
+                    message=err.message if err else "the last turn ended in an error",
+                )
+            )
+        if self.state is State.READY:
+            return self._end(SessionCompleted(turns=self.turn))
+        return self._end(SessionCancelled(reason="closed before the agent was ready"))
+
+    def fail(self, code: str, message: str) -> list[Output]:
+        if self.terminal:
+            return []
+        return self._end(SessionFailed(code=code, message=message))
+
+    def shutdown(self, reason: str = "orchestrator shut down") -> list[Output]:
+        if self.terminal:
+            return []
+        return self._end(SessionCancelled(reason=reason))
+
+    def on_agent_gone(self, reason: str) -> list[Output]:
+        if self.terminal:
+            return []
+        return self._end(SessionFailed(code="agent_died", message=reason))
+
+    def _end(self, event: Event, *, cancel: bool = False) -> list[Output]:
+        self.state = {
+            SessionCompleted: State.COMPLETED,
+            SessionCancelled: State.CANCELLED,
+            SessionFailed: State.FAILED,
+        }[type(event)]
+        self.queue.clear()
+        out: list[Output] = []
+        if cancel:
+            out.append(CancelAgent("session", "session closed", self.turn_cause))
+        out += [Emit((event,), self.turn_cause), Close()]
+        return out
+
+    # ---- commands (already accepted into the log) ---------------------------
+    def refusal(self, command: Event) -> CapError | None:
+        """Why a command cannot be accepted now, as the error event to log; else None."""
+        kind = type(command)
+        if kind not in ACCEPTS[self.state]:
+            if self.terminal:
+                return CapError(
+                    code="invalid_state",
+                    message=f"session {self.session_id} is {self.state.value}; "
+                    "it accepts no more commands",
+                )
+            if kind is PermissionDecided:
+                return _unknown_permission(command.req_id)  # type: ignore[attr-defined]
+            if kind is AskAnswered:
+                return _unknown_ask(command.ask_id)  # type: ignore[attr-defined]
+            return CapError(
+                code="invalid_state",
+                message=f"{kind.__struct_config__.tag} is not accepted while {self.state.value}",
+            )
+        if kind is PermissionDecided and command.req_id not in self.pending_permissions:  # type: ignore[attr-defined]
+            return _unknown_permission(command.req_id)  # type: ignore[attr-defined]
+        if kind is AskAnswered:
+            ask = self.pending_asks.get(command.ask_id)  # type: ignore[attr-defined]
+            if ask is None:
+                return _unknown_ask(command.ask_id)  # type: ignore[attr-defined]
+            problem = _answer_problem(ask, command.value)  # type: ignore[attr-defined]
+            if problem:
+                return CapError(code="cap_invalid_answer", message=problem)
+        return None
+
+    def on_command(self, command: Event, seq: int) -> list[Output]:
+        if isinstance(command, InputInjected):
+            self.queue.append((command.text, seq))
+            return self._next_turn() if self.state is State.READY else []
+        if isinstance(command, CancelRequested):
+            if command.scope == "session":
+                return self._end(SessionCancelled(reason=command.reason), cancel=True)
+            if self.state in BUSY:
+                return [CancelAgent("current_turn", command.reason, seq)]
+            return []
+        if isinstance(command, PermissionDecided):
+            del self.pending_permissions[command.req_id]
+            out: list[Output] = [Send(PermissionResponse(req_id=command.req_id,
+                                                         decision=command.decision), seq)]
+            return out + self._maybe_resume(seq)
+        if isinstance(command, AskAnswered):
+            del self.pending_asks[command.ask_id]
+            out = [Send(AskUserAnswer(ask_id=command.ask_id, value=command.value), seq)]
+            return out + self._maybe_resume(seq)
+        return []
+
+    def _maybe_resume(self, cause: int) -> list[Output]:
+        if self.state is State.INPUT_REQUIRED and not self.pending_permissions and not (
+            self.pending_asks
+        ):
+            self.state = State.WORKING
+            return [Emit((SessionWorking(turn=self.turn, resumed=True),), cause)]
+        return []
+
+    def _next_turn(self) -> list[Output]:
+        if not self.queue:
+            return []
+        budget = self.config.budget_usd
+        if budget is not None and self.cost_usd >= budget:
+            refused = [
+                Emit(
+                    (
+                        CapError(
+                            code="cap_budget_exceeded",
+                            message=f"turn refused: the session has spent ${self.cost_usd:.4f} "
+                            f"of its ${budget:.4f} budget",
+                            details={"input_seq": seq},
+                        ),
+                    ),
+                    seq,
+                )
+                for _, seq in self.queue
+            ]
+            self.queue.clear()
+            return list(refused)
+        text, seq = self.queue.popleft()
+        self.turn += 1
+        self.state = State.WORKING
+        self.turn_cause = seq
+        self.turn_error = None
+        self._budget_cancelled = False
+        return [
+            Emit((SessionWorking(turn=self.turn),), seq),
+            Send(UserInputInject(content=(ContentBlock(text=text),)), seq),
+        ]
+
+    # ---- what the agent said ------------------------------------------------
+    def on_agent(self, events: Sequence[Event], first_seq: int) -> list[Output]:
+        out: list[Output] = []
+        interesting = _INTERESTING
+        for i, ev in enumerate(events):
+            kind = type(ev)
+            if kind not in interesting:
+                continue
+            seq = first_seq + i
+            if kind is PermissionRequest:
+                out += self._permission(ev, seq)  # type: ignore[arg-type]
+            elif kind is AskUser:
+                out += self._ask(ev, seq)  # type: ignore[arg-type]
+            elif kind is Usage:
+                out += self._usage(ev, seq)  # type: ignore[arg-type]
+            elif kind is CapError:
+                self.turn_error = ev  # type: ignore[assignment]
+            elif kind is CapSessionReady and self.state is State.STARTING:
+                self.state = State.READY
+                out.append(Emit((SessionReady(agent_session_id=ev.session_id),), seq))  # type: ignore[attr-defined]
+                out += self._next_turn()
+        return out
+
+    def _permission(self, req: PermissionRequest, seq: int) -> list[Output]:
+        inferred = infer_risk(req.tool, req.intent, req.scope, self.config.cwd)
+        risk = max_risk(req.risk_level, inferred)
+        decided = self.policy.decide(risk)
+        if decided is not None:
+            reason = decided.reason
+            if risk != req.risk_level:
+                reason += f" (agent said {req.risk_level}; trio-cap rates it {risk})"
+            return [
+                Emit(
+                    (PermissionDecided(req_id=req.req_id, decision=decided.decision,
+                                       by=decided.by, reason=reason),),
+                    seq,
+                ),
+                Send(PermissionResponse(req_id=req.req_id, decision=decided.decision), seq),
+            ]
+        self.pending_permissions[req.req_id] = seq
+        return self._wait_for_human("permission", req.req_id, seq)
+
+    def _ask(self, ask: AskUser, seq: int) -> list[Output]:
+        if not self.policy.human:
+            return [
+                Emit((AskAnswered(ask_id=ask.ask_id, value=None, by="policy:headless"),), seq),
+                Send(AskUserAnswer(ask_id=ask.ask_id, value=None), seq),
+            ]
+        self.pending_asks[ask.ask_id] = ask
+        return self._wait_for_human("ask", ask.ask_id, seq)
+
+    def _wait_for_human(self, reason: str, ref: str, seq: int) -> list[Output]:
+        if self.state in BUSY:
+            self.state = State.INPUT_REQUIRED
+        return [Emit((SessionInputRequired(turn=self.turn, reason=reason, ref=ref),), seq)]  # type: ignore[arg-type]
+
+    def _usage(self, usage: Usage, seq: int) -> list[Output]:
+        self.cost_usd += usage.cost_usd_estimate
+        budget = self.config.budget_usd
+        if (
+            budget is not None
+            and self.cost_usd > budget
+            and self.state in BUSY
+            and not self._budget_cancelled
+        ):
+            self._budget_cancelled = True
+            return [
+                Emit(
+                    (
+                        CapError(
+                            code="cap_budget_exceeded",
+                            message=f"spent ${self.cost_usd:.4f} of a ${budget:.4f} budget; "
+                            "cancelling the turn",
+                        ),
+                    ),
+                    seq,
+                ),
+                CancelAgent("current_turn", "budget exceeded", seq),
+            ]
+        return []
+
+    def on_turn_ended(self, stop_reason: StopReason) -> list[Output]:
+        if self.state not in BUSY:
+            return []
+        self.pending_permissions.clear()
+        self.pending_asks.clear()
+        self.last_stop = stop_reason
+        if stop_reason == "error":
+            self.last_error = self.turn_error
+        self.state = State.READY
+        out: list[Output] = [Emit((SessionIdle(turn=self.turn, stop_reason=stop_reason),),
+                                  self.turn_cause)]
+        return out + self._next_turn()
+
+
+def _unknown_permission(req_id: str) -> CapError:
+    return CapError(
+        code="cap_unknown_permission", message=f"no pending permission request {req_id!r}"
+    )
+
+
+def _unknown_ask(ask_id: str) -> CapError:
+    return CapError(code="unknown_ask", message=f"no pending ask {ask_id!r}")
+
+
+def _answer_problem(ask: AskUser, value: Any) -> str | None:
+    """Check an answer against the ask's form (the informal JSON-schema subset CAP uses)."""
+    if value is None or not ask.form:
+        return None
+    choices = ask.form.get("oneOf")
+    allowed = [c.get("const") for c in choices if isinstance(c, dict)] if choices else None
+    if allowed is None and isinstance(ask.form.get("enum"), list):
+        allowed = ask.form["enum"]
+    if allowed and value not in allowed:
+        return f"answer {value!r} to {ask.ask_id} is not one of {allowed}"
+    return None
