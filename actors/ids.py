@@ -24,8 +24,8 @@ class RandomIds:
 
     def new(self, prefix: str) -> str:
         stamp = int(time.time() * 1000)
-        rand = int.from_bytes(os.urandom(5), "big")
-        return f"{prefix}-{_b32(stamp, 9)}{_b32(rand, 8)}"
+        rand = int.from_bytes(os.urandom(3), "big")
+        return f"{prefix}-{_b32(stamp, 8)}{_b32(rand, 4)}"
 
 
 def _b32(value: int, width: int) -> str:

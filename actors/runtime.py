@@ -206,9 +206,10 @@ class ActorSystem:
                         ctx = ActorContext(entry.ref.address, entry.inbox, entry.ref, self, nursery)
                         await actor.run(ctx)
                     return
-                except Exception as exc:
+                except Exception as group:
+                    exc = _root(group)
                     if isinstance(policy, Escalate):
-                        raise ActorFailed(f"{entry.ref.address} failed: {exc!r}") from exc
+                        raise ActorFailed(f"{entry.ref.address} failed: {exc!r}") from group
                     now = trio.current_time()
                     history.append(now)
                     while history and now - history[0] > policy.window:
@@ -217,13 +218,20 @@ class ActorSystem:
                         raise ActorFailed(
                             f"{entry.ref.address} failed {len(history)} times within "
                             f"{policy.window}s: {exc!r}"
-                        ) from exc
+                        ) from group
                     entry.restarts += 1
                     logger.warning("restarting %s after %r", entry.ref.address, exc)
         finally:
             entry.inbox.close()
             entry.done.set()
             self._actors.pop(entry.ref.address, None)
+
+
+def _root(exc: BaseException) -> BaseException:
+    """The single error inside nested one-member exception groups, for readable messages."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 @asynccontextmanager

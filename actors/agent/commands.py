@@ -71,7 +71,9 @@ def parse_prompt(prompt: str) -> list[Step]:
             others.append(line.strip())
         else:
             steps.append(step)
+    quoted = " / ".join(others)
     if not steps:
-        quoted = " / ".join(others) if others else ""
         steps.append(Say(say=f'You said: "{quoted}". I am cap-agent, a scripted agent; {HELP}.'))
+    elif others:
+        steps.append(Say(say=f'You also said: "{quoted}".'))
     return steps

@@ -8,6 +8,7 @@ keyboard (after the log was closed cleanly).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -57,6 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"cap: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:
+        # the reader went away (e.g. `| head`); not an error of ours
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        return EXIT_OK
     except KeyboardInterrupt:
         print("cap: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

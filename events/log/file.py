@@ -122,7 +122,7 @@ class FileEventLog(EventLog):
                 os.pwrite(fd, MAGIC, 0)
                 self._end = len(MAGIC)
                 if size:
-                    self._note_recovery(fd, size, 0, "torn file header")
+                    self._note_recovery(size, 0, len(MAGIC), "torn file header")
             else:
                 self._end = len(MAGIC)
             return
@@ -144,7 +144,8 @@ class FileEventLog(EventLog):
             if self.readonly:
                 self.recovered = Recovery(size - result.good_end, result.good_end, result.bad_detail)
             else:
-                self._note_recovery(fd, size, result.good_end, result.bad_detail)
+                dropped = size - result.good_end
+                self._note_recovery(dropped, result.good_end, result.good_end, result.bad_detail)
 
     def _check_tail_is_tail(self, data: bytes, rel: int, seq: int, result) -> None:
         """A corrupt record followed by a clean run of records to EOF is mid-log damage."""
@@ -157,17 +158,15 @@ class FileEventLog(EventLog):
             if rest.offsets and rest.bad_detail is None:
                 raise LogCorrupted(self.path, result.good_end, seq, result.bad_detail)
 
-    def _note_recovery(self, fd: int, size: int, good_end: int, detail: str) -> None:
-        os.ftruncate(fd, good_end)
-        os.fsync(fd)
-        self._end = good_end
-        self.recovered = Recovery(size - good_end, good_end, detail)
-        env = self._envelopes(
-            [LogRecovered(dropped_bytes=size - good_end, at_offset=good_end)], "", None
-        )
+    def _note_recovery(self, dropped: int, at_offset: int, keep: int, detail: str) -> None:
+        """Cut the file to ``keep`` bytes and record the cut as the log's next event."""
+        os.ftruncate(self._fd, keep)
+        self._end = keep
+        self.recovered = Recovery(dropped, at_offset, detail)
+        env = self._envelopes([LogRecovered(dropped_bytes=dropped, at_offset=at_offset)], "", None)
         self._buffer(env)
         self._write_pending_sync()
-        os.fsync(fd)
+        os.fsync(self._fd)
         self._publish(env[-1].seq)
 
     # ---- writing -------------------------------------------------------

@@ -1,0 +1,137 @@
+"""Human-readable lines for events, shared by ``cap run`` and ``cap log show``."""
+
+from __future__ import annotations
+
+import time
+
+import msgspec
+
+from events.envelope import Envelope
+from events.kinds import (
+    Artifact,
+    AskAnswered,
+    AskUser,
+    BindingFallback,
+    Cancel,
+    CancelRequested,
+    CapError,
+    CapSessionReady,
+    InputInjected,
+    LogRecovered,
+    PermissionDecided,
+    PermissionRequest,
+    PermissionResponse,
+    Plan,
+    SessionCancelled,
+    SessionCompleted,
+    SessionConfig,
+    SessionCreated,
+    SessionFailed,
+    SessionIdle,
+    SessionInputRequired,
+    SessionReady,
+    SessionStarting,
+    SessionWarning,
+    SessionWorking,
+    TextChunk,
+    Thought,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+    UserInputInject,
+)
+
+
+def _short(value: object, limit: int = 100) -> str:
+    text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+    text = text.replace("\n", "⏎")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe(ev: object) -> str:
+    """One line saying what an event means."""
+    match ev:
+        case SessionCreated():
+            return (f"session {ev.session_id}: agent {ev.agent} via {ev.binding}, cwd {ev.cwd}, "
+                    f"permissions {ev.permissions}")
+        case SessionStarting():
+            return "starting the agent"
+        case SessionReady():
+            return "ready"
+        case SessionWorking():
+            return f"turn {ev.turn} resumed" if ev.resumed else f"turn {ev.turn} started"
+        case SessionInputRequired():
+            return f"waiting on {ev.reason} {ev.ref}"
+        case SessionIdle():
+            return f"turn {ev.turn} ended ({ev.stop_reason})"
+        case SessionCompleted():
+            return f"completed after {ev.turns} turn(s)"
+        case SessionCancelled():
+            return f"cancelled: {ev.reason}"
+        case SessionFailed():
+            return f"FAILED {ev.code}: {ev.message}"
+        case SessionWarning():
+            return f"WARNING {ev.code}: {ev.message}"
+        case BindingFallback():
+            return f"binding {ev.failed} failed ({ev.reason}); falling back to {ev.next}"
+        case LogRecovered():
+            return f"log recovered: dropped a torn tail of {ev.dropped_bytes} bytes"
+        case InputInjected():
+            return f"input from {ev.source}: {_short(ev.text)}"
+        case CancelRequested():
+            return f"cancel {ev.scope} requested ({ev.reason})"
+        case PermissionDecided():
+            return f"permission {ev.req_id}: {ev.decision} by {ev.by}" + (
+                f" — {ev.reason}" if ev.reason else "")
+        case AskAnswered():
+            return f"ask {ev.ask_id} answered by {ev.by}: {ev.value!r}"
+        case CapSessionReady():
+            return f"agent ready (agent session {ev.session_id})"
+        case TextChunk():
+            return f"[{ev.channel} {ev.message_id}] {_short(ev.text)}"
+        case Thought():
+            return f"[thought] {_short(ev.text)}"
+        case ToolCallStart():
+            return f"tool {ev.name} [{ev.call_id}] {_short(ev.input)}"
+        case ToolCallDelta():
+            return f"tool [{ev.call_id}] … {_short(ev.output_chunk)}"
+        case ToolCallEnd():
+            mark = "failed" if ev.is_error else "done"
+            return f"tool [{ev.call_id}] {mark}: {_short(ev.output)}"
+        case Plan():
+            steps = "; ".join(f"{e.content} ({e.status})" for e in ev.entries)
+            return f"plan: {steps}"
+        case AskUser():
+            return f"ask {ev.ask_id}: {ev.prompt}" + (f" {_options(ev.form)}" if ev.form else "")
+        case PermissionRequest():
+            return (f"permission {ev.req_id}? {ev.tool} ({ev.scope}, {ev.risk_level} risk) "
+                    f"{_short(ev.intent)}")
+        case Usage():
+            return (f"usage: {ev.input_tokens} in / {ev.output_tokens} out tokens, "
+                    f"${ev.cost_usd_estimate:.4f}, {ev.duration_ms} ms, {ev.stop_reason}")
+        case CapError():
+            return f"error {ev.code}: {ev.message}"
+        case Artifact():
+            return f"artifact {ev.name} ({ev.mime_type}, {ev.size} bytes)"
+        case SessionConfig():
+            return f"→ config: cwd {ev.cwd}, permission_mode {ev.permission_mode}"
+        case UserInputInject():
+            return f"→ input: {_short(ev.text)}"
+        case Cancel():
+            return f"→ cancel {ev.scope}"
+        case PermissionResponse():
+            return f"→ permission {ev.req_id}: {ev.decision}"
+    return _short(msgspec.to_builtins(ev), 160)
+
+
+def _options(form: dict) -> str:
+    choices = form.get("oneOf") or []
+    values = [str(c.get("const")) for c in choices if isinstance(c, dict)]
+    return f"[{'|'.join(values)}]" if values else ""
+
+
+def line(env: Envelope) -> str:
+    """``seq  time  stream  kind  meaning`` for ``cap log show``."""
+    stamp = time.strftime("%H:%M:%S", time.localtime(env.at)) + f".{int(env.at * 1000) % 1000:03d}"
+    return f"{env.seq:>6}  {stamp}  {env.stream or '-':<17} {env.kind:<24} {describe(env.event)}"
