@@ -205,8 +205,8 @@ class Orchestrator:
             )
         if isinstance(script, str | os.PathLike):
             script = load_script(script)
-        workdir = str(Path(cwd or os.getcwd()).resolve())
-        if not os.path.isdir(workdir):
+        workdir = str(Path(cwd or os.getcwd()).resolve())  # noqa: ASYNC240 - one stat, no I/O wait
+        if not os.path.isdir(workdir):  # noqa: ASYNC240
             raise NotADirectoryError(f"--cwd {workdir} is not a directory")
         policy = PermissionPolicy(
             name=permissions,  # type: ignore[arg-type]

@@ -88,22 +88,34 @@ class ActorContext:
     system: ActorSystem
     nursery: trio.Nursery
     """The actor's own nursery: its helper tasks die with it."""
+    _entry: _Entry
 
     async def batches(self, limit: int = 1024) -> AsyncIterator[list[Any]]:
-        """Everything queued, a batch at a time; ends when the inbox closes."""
+        """Everything queued, a batch at a time.
+
+        Ends when the inbox closes, or once a requested stop has drained what
+        was queued — producers holding clones of the inbox (a connection's
+        reader) cannot keep a stopping actor alive.
+        """
         inbox = self.inbox
+        entry = self._entry
         while True:
-            try:
-                first = await inbox.receive()
-            except (trio.EndOfChannel, trio.ClosedResourceError):
+            if entry.stopping:
+                rest = _drain(inbox, limit)
+                if rest:
+                    yield rest
                 return
-            batch = [first]
-            while len(batch) < limit:
+            with trio.CancelScope() as scope:
+                entry.receive_scope = scope
                 try:
-                    batch.append(inbox.receive_nowait())
-                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                    break
-            yield batch
+                    first = await inbox.receive()
+                except (trio.EndOfChannel, trio.ClosedResourceError):
+                    return
+                finally:
+                    entry.receive_scope = None
+            if scope.cancelled_caught:
+                continue
+            yield [first, *_drain(inbox, limit - 1)]
 
     def shielded(self) -> trio.CancelScope:
         """A scope for cleanup that must run during cancellation, bounded by the grace period."""
@@ -128,6 +140,24 @@ class _Entry:
     inbox: trio.MemoryReceiveChannel[Any]
     done: trio.Event = attrs.field(factory=trio.Event)
     restarts: int = 0
+    stopping: bool = False
+    receive_scope: trio.CancelScope | None = None
+
+    def request_stop(self) -> None:
+        self.stopping = True
+        self.ref._send.close()
+        if self.receive_scope is not None:
+            self.receive_scope.cancel()
+
+
+def _drain(inbox: trio.MemoryReceiveChannel[Any], limit: int) -> list[Any]:
+    batch: list[Any] = []
+    while len(batch) < limit:
+        try:
+            batch.append(inbox.receive_nowait())
+        except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+            break
+    return batch
 
 
 class ActorSystem:
@@ -184,14 +214,14 @@ class ActorSystem:
         entry = self._actors.get(address)
         if entry is None:
             return
-        entry.ref._send.close()
+        entry.request_stop()
         await entry.done.wait()
 
     async def stop_all(self) -> None:
         """Graceful shutdown: close every inbox, wait up to the grace period."""
         entries = list(self._actors.values())
         for entry in entries:
-            entry.ref._send.close()
+            entry.request_stop()
         with trio.move_on_after(self.grace):
             for entry in entries:
                 await entry.done.wait()
@@ -203,7 +233,9 @@ class ActorSystem:
                 actor = factory()
                 try:
                     async with trio.open_nursery() as nursery:
-                        ctx = ActorContext(entry.ref.address, entry.inbox, entry.ref, self, nursery)
+                        ctx = ActorContext(
+                            entry.ref.address, entry.inbox, entry.ref, self, nursery, entry
+                        )
                         await actor.run(ctx)
                     return
                 except Exception as group:

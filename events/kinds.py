@@ -258,7 +258,7 @@ class Artifact(Event, tag="cap.artifact"):
 
 
 # --------------------------------------------------------------------------
-# CAP core events, orchestrator → agent (CAP v1 §7.5–§7.10)
+# CAP core events, orchestrator → agent (CAP v1 §7.5 to §7.10)
 # --------------------------------------------------------------------------
 
 

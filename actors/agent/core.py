@@ -136,7 +136,8 @@ class AgentCore:
                 "cap_unknown_permission" if isinstance(frame, PermissionResponse) else "unknown_ask"
             )
             # emitted from its own task: the frame reader must never block on output
-            nursery.start_soon(self._emit, [CapError(code=code, message=f"nothing waits on {key!r}")])
+            error = CapError(code=code, message=f"nothing waits on {key!r}")
+            nursery.start_soon(self._emit, [error])
             return
         event, box = waiter
         box.append(frame)

@@ -127,7 +127,9 @@ class Burst:
     text: str = "x"
 
 
-Step = Say | Think | PlanStep | Write | Edit | Run | Tool | Ask | Report | Wait | Error | Fail | Burst
+Step = (
+    Say | Think | PlanStep | Write | Edit | Run | Tool | Ask | Report | Wait | Error | Fail | Burst
+)
 
 STEP_TYPES: dict[str, type] = {
     "say": Say,

@@ -51,7 +51,7 @@ def edit_file(cwd: str, path: str, old: str, new: str) -> str:
     return f"edited {path}"
 
 
-async def run_command(cwd: str, command: str, timeout: float) -> tuple[int | None, str]:
+async def run_command(cwd: str, command: str, seconds: float) -> tuple[int | None, str]:
     """Exit code (None on timeout) and combined output, capped; the process group dies on cancel."""
 
     async def kill_group(proc: trio.Process) -> None:
@@ -60,7 +60,7 @@ async def run_command(cwd: str, command: str, timeout: float) -> tuple[int | Non
         except ProcessLookupError:
             pass
 
-    with trio.move_on_after(timeout) as scope:
+    with trio.move_on_after(seconds) as scope:
         result = await trio.run_process(
             ["/bin/sh", "-c", command],
             cwd=cwd,
@@ -72,7 +72,7 @@ async def run_command(cwd: str, command: str, timeout: float) -> tuple[int | Non
             deliver_cancel=kill_group,
         )
     if scope.cancelled_caught:
-        return None, f"timed out after {timeout:g}s"
+        return None, f"timed out after {seconds:g}s"
     output = result.stdout.decode(errors="replace")
     if len(output) > OUTPUT_CAP:
         output = output[:OUTPUT_CAP] + f"\n… ({len(output) - OUTPUT_CAP} more characters cut)"

@@ -142,7 +142,8 @@ class FileEventLog(EventLog):
         if result.bad_detail is not None:
             self._check_tail_is_tail(data, result.good_end - len(MAGIC), count + 1, result)
             if self.readonly:
-                self.recovered = Recovery(size - result.good_end, result.good_end, result.bad_detail)
+                dropped = size - result.good_end
+                self.recovered = Recovery(dropped, result.good_end, result.bad_detail)
             else:
                 dropped = size - result.good_end
                 self._note_recovery(dropped, result.good_end, result.good_end, result.bad_detail)
@@ -153,7 +154,7 @@ class FileEventLog(EventLog):
             return
         length = int.from_bytes(data[rel : rel + 4], "little")
         nxt = rel + HEADER_SIZE + length
-        if 0 < length and nxt < len(data):
+        if length > 0 and nxt < len(data):
             rest = scan(memoryview(data)[nxt:])
             if rest.offsets and rest.bad_detail is None:
                 raise LogCorrupted(self.path, result.good_end, seq, result.bad_detail)

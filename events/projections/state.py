@@ -57,4 +57,4 @@ def fold(state: State, envelopes: Iterable[Envelope]) -> State:
     return state
 
 
-assert _FIELDS == tuple(State.__struct_fields__[: len(_FIELDS)])
+assert tuple(State.__struct_fields__[: len(_FIELDS)]) == _FIELDS

@@ -56,7 +56,8 @@ async def test_a_file_cut_at_every_offset_of_its_last_records_keeps_every_comple
         torn = cut - ends[complete - 1]
         if torn:
             assert log.recovered is not None and log.recovered.dropped_bytes == torn
-            assert events[-1].event == LogRecovered(dropped_bytes=torn, at_offset=ends[complete - 1])
+            recovered = LogRecovered(dropped_bytes=torn, at_offset=ends[complete - 1])
+            assert events[-1].event == recovered
             assert len(events) == complete + 1
         else:
             assert log.recovered is None and len(events) == complete

@@ -1,5 +1,6 @@
 """Any sequence of events round-trips through both backends unchanged."""
 
+import itertools
 import tempfile
 from pathlib import Path
 
@@ -24,7 +25,7 @@ async def _round_trip(log_factory, reopen, event_batches):
     assert [env.event for env in stored] == expected
     seqs = [env.seq for env in stored]
     assert seqs == list(range(1, len(expected) + 1))
-    assert all(a.at <= b.at for a, b in zip(stored, stored[1:], strict=False))
+    assert all(a.at <= b.at for a, b in itertools.pairwise(stored))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
