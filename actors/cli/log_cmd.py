@@ -7,7 +7,7 @@ import sys
 
 import msgspec
 
-from actors.cli.main import EXIT_OK, UsageError
+from actors.cli.common import EXIT_OK, UsageError
 from actors.cli.render import line
 from events.envelope import to_json_obj
 from events.log import FileEventLog, LogCorrupted, LogFormatError

@@ -14,20 +14,19 @@ from collections.abc import Sequence
 
 from actors import __version__
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+from actors.cli.common import (  # noqa: F401 - re-exported for command modules
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+)
 
 # Each module exposes ``register(subparsers)``; the parser it adds sets ``func``.
 COMMAND_MODULES = (
     "actors.cli.run_cmd",
     "actors.cli.log_cmd",
 )
-
-
-class UsageError(Exception):
-    """Bad usage or an invalid input file: printed, exit code 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,6 +64,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("cap: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BaseExceptionGroup as group:
+        # Trio delivers Ctrl+C inside the task tree, so it comes back wrapped in nurseries.
+        usage = group.subgroup(UsageError)
+        if usage is not None and usage.split(UsageError)[1] is None:
+            print(f"cap: error: {_first(usage)}", file=sys.stderr)
+            return EXIT_USAGE
+        if group.subgroup(KeyboardInterrupt) is not None:
+            print("cap: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        raise
+
+
+def _first(group: BaseException) -> BaseException:
+    while isinstance(group, BaseExceptionGroup):
+        group = group.exceptions[0]
+    return group
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import msgspec
 import trio
 
 from actors.agent.script import ScriptError, load_script
-from actors.cli.main import EXIT_FAILED, EXIT_OK, UsageError
+from actors.cli.common import EXIT_FAILED, EXIT_OK, UsageError
 from actors.cli.render import describe
 from actors.ids import run_id
 from actors.orchestrator import Orchestrator, Session, UnknownAgent, open_orchestrator
