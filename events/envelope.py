@@ -7,7 +7,7 @@ import msgspec
 from events.kinds import AnyEvent
 
 
-class Envelope(msgspec.Struct, frozen=True, array_like=True):
+class Envelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """``seq`` is given by the log (1, 2, 3 … without gaps); ``at`` comes from the
     log's injected clock; ``stream`` is the session or fleet id (``""`` for the
     log itself); ``cause`` is the seq of the frame or command that led here.

@@ -38,8 +38,14 @@ class Event(
     kw_only=True,
     omit_defaults=True,
     tag_field="kind",
+    gc=False,
 ):
-    """Base of every event.  ``_meta`` is CAP's open annotation object."""
+    """Base of every event.  ``_meta`` is CAP's open annotation object.
+
+    ``gc=False``: events are immutable leaves that never form reference cycles,
+    so the cycle collector need not track them — with hundreds of thousands
+    of events alive during a replay, tracking them costs more than decoding.
+    """
 
     direction: ClassVar[Direction] = "local"
     meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
@@ -185,7 +191,7 @@ class ToolCallEnd(Event, tag="cap.tool_call.end"):
     duration_ms: int | None = None
 
 
-class PlanEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class PlanEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     id: str
     content: str
     status: PlanStatus = "pending"
@@ -274,7 +280,7 @@ class SessionConfig(Event, tag="cap.session.config"):
     profile_config: dict[str, Any] | None = None
 
 
-class ContentBlock(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class ContentBlock(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     type: str = "text"
     text: str = ""
 

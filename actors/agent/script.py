@@ -70,6 +70,25 @@ class Script:
 _converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
 
 
+def _strict(kind: type, accepts: tuple[type, ...]):
+    """cattrs would turn 3 into "3"; a script with the wrong type is a mistake to report."""
+
+    def hook(value: Any, _type: type) -> Any:
+        if isinstance(value, bool) and bool not in accepts:
+            raise ValueError(f"expected {kind.__name__}, got {value!r}")
+        if not isinstance(value, accepts):
+            raise ValueError(f"expected {kind.__name__}, got {type(value).__name__} {value!r}")
+        return kind(value)
+
+    return hook
+
+
+_converter.register_structure_hook(str, _strict(str, (str,)))
+_converter.register_structure_hook(int, _strict(int, (int,)))
+_converter.register_structure_hook(float, _strict(float, (int, float)))
+_converter.register_structure_hook(bool, _strict(bool, (bool,)))
+
+
 def _structure_plan(value: Any, _type: type) -> PlanStep:
     if not isinstance(value, dict):
         raise ValueError("expected a table")
@@ -104,15 +123,19 @@ def parse_step(raw: Any, where: str, problems: list[str]) -> Step | None:
     try:
         return _converter.structure(raw, STEP_TYPES[verbs[0]])
     except Exception as exc:  # cattrs raises ClassValidationError or ValueError
-        for line in _describe(exc):
-            problems.append(f"{where}.{line}" if not line.startswith("@") else f"{where} {line}")
+        problems.extend(_describe(exc, where))
         return None
 
 
-def _describe(exc: Exception) -> list[str]:
-    if isinstance(exc, cattrs.ClassValidationError):
-        return [m.replace("@ $.", "").replace(" @ $", "") for m in cattrs.transform_error(exc)]
-    return [str(exc)]
+def _describe(exc: Exception, where: str) -> list[str]:
+    """cattrs says ``msg @ $.field``; we say ``where.field: msg``."""
+    if not isinstance(exc, cattrs.ClassValidationError):
+        return [f"{where}: {exc}"]
+    out = []
+    for message in cattrs.transform_error(exc):
+        text, _, path = message.rpartition(" @ $")
+        out.append(f"{where}{path}: {text}")
+    return out
 
 
 def _steps_of(table: dict[str, Any], where: str, problems: list[str]) -> tuple[Step, ...]:

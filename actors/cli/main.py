@@ -13,7 +13,6 @@ import sys
 from collections.abc import Sequence
 
 from actors import __version__
-
 from actors.cli.common import (  # noqa: F401 - re-exported for command modules
     EXIT_FAILED,
     EXIT_INTERRUPTED,

@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m bench NAME`` prints figures and ratios against peers run alongside."""

@@ -1,0 +1,25 @@
+"""``python -m bench [NAME ...]``: run the named benchmarks (default: all)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+BENCHES = {"log": "bench.log_bench"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help=f"benchmarks to run: {', '.join(BENCHES)} (default: all)")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    args = parser.parse_args()
+    unknown = [name for name in args.names if name not in BENCHES]
+    if unknown:
+        parser.error(f"unknown benchmark {unknown[0]!r}; choose from {', '.join(BENCHES)}")
+    for name in args.names or list(BENCHES):
+        importlib.import_module(BENCHES[name]).run(quick=args.quick)
+
+
+if __name__ == "__main__":
+    main()

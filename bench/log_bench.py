@@ -1,0 +1,184 @@
+"""Event log figures: append per fsync policy, replay, and events through one session actor.
+
+Peers measured in the same run, on the same events: ``sqlite3`` (the stdlib,
+WAL, one transaction per batch — what an embedded store usually is) and JSON
+lines (``json.dumps`` + ``write``).  Ratios are trio-cap ÷ peer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import tempfile
+from pathlib import Path
+
+import msgspec
+import trio
+
+from bench.common import median_rate, row
+from events.envelope import Envelope
+from events.kinds import AnyEvent, TextChunk, ToolCallStart, Usage
+from events.log import FileEventLog, MemoryEventLog
+from events.projections import fold, initial_state
+
+BATCH = 256
+
+
+def sample_events(n: int) -> list:
+    """A realistic mix: mostly text chunks, some tool calls and usage reports."""
+    out = []
+    for i in range(n):
+        if i % 50 == 49:
+            out.append(Usage(input_tokens=120, output_tokens=40, cost_usd_estimate=0.0012))
+        elif i % 10 == 9:
+            out.append(ToolCallStart(call_id=f"call_{i}", name="Bash", input={"command": "ls"}))
+        else:
+            out.append(TextChunk(message_id=f"msg_{i // 100}", text="streamed words of a reply "))
+    return out
+
+
+async def _append_all(log, events) -> None:
+    for i in range(0, len(events), BATCH):
+        await log.append(events[i : i + BATCH], stream="sess-bench", cause=1)
+    await log.aclose()
+
+
+def bench_append(tmp: Path, events: list) -> dict[str, float]:
+    figures = {}
+    figures["memory"] = median_rate(lambda: (trio.run(_append_all, MemoryEventLog(), events),
+                                             len(events))[1])
+    for policy in ("always", "batch", "never"):
+        def once(policy=policy) -> int:
+            path = tmp / f"append-{policy}.caplog"
+            path.unlink(missing_ok=True)
+            trio.run(_append_all, FileEventLog(path, fsync=policy), events)
+            return len(events)
+
+        figures[policy] = median_rate(once)
+    return figures
+
+
+def bench_sqlite(tmp: Path, events: list, synchronous: str = "NORMAL") -> float:
+    """sqlite3 in WAL mode; NORMAL syncs at checkpoints (like our batch), FULL on every commit."""
+    encode = msgspec.json.encode
+
+    def once() -> int:
+        path = tmp / "peer.sqlite"
+        path.unlink(missing_ok=True)
+        for suffix in ("-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        db = sqlite3.connect(path)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={synchronous}")
+        db.execute("CREATE TABLE ev (seq INTEGER PRIMARY KEY, at REAL, stream TEXT, body BLOB)")
+        seq = 0
+        for i in range(0, len(events), BATCH):
+            rows = []
+            for ev in events[i : i + BATCH]:
+                seq += 1
+                rows.append((seq, 1.0, "sess-bench", encode(ev)))
+            with db:
+                db.executemany("INSERT INTO ev VALUES (?, ?, ?, ?)", rows)
+        db.close()
+        return len(events)
+
+    return median_rate(once)
+
+
+def bench_jsonl(tmp: Path, events: list) -> float:
+    dicts = [msgspec.to_builtins(ev) for ev in events]
+
+    def once() -> int:
+        with open(tmp / "peer.jsonl", "w") as f:
+            for i in range(0, len(dicts), BATCH):
+                f.write("".join(json.dumps({"seq": i, "event": d}) + "\n"
+                                for d in dicts[i : i + BATCH]))
+        return len(dicts)
+
+    return median_rate(once)
+
+
+def bench_replay(tmp: Path, events: list) -> tuple[float, float, float]:
+    path = tmp / "replay.caplog"
+    path.unlink(missing_ok=True)
+    trio.run(_append_all, FileEventLog(path, fsync="never"), events)
+
+    def decode_only() -> int:
+        return len(FileEventLog(path, readonly=True).read())
+
+    def decode_and_fold() -> int:
+        log = FileEventLog(path, readonly=True)
+        state = initial_state()
+        fold(state, log.read())
+        return state.last_seq
+
+    sqlite_path = tmp / "peer.sqlite"
+
+    def sqlite_read() -> int:
+        db = sqlite3.connect(sqlite_path)
+        decoder = msgspec.json.Decoder(AnyEvent)  # typed, like the file log's decode
+        n = sum(1 for (body,) in db.execute("SELECT body FROM ev ORDER BY seq")
+                if decoder.decode(body))
+        db.close()
+        return n
+
+    return median_rate(decode_only), median_rate(decode_and_fold), median_rate(sqlite_read)
+
+
+async def _through_session(n: int, log_factory) -> int:
+    from actors.agent.script import parse_script
+    from actors.orchestrator import open_orchestrator
+
+    script = parse_script({"turn": [{"steps": [{"burst": n, "batch": 500}]}]})
+    log = log_factory()
+    async with log, open_orchestrator(log) as orch:
+        session = await orch.start_session(cwd=tempfile.gettempdir(), script=script)
+        await session.run_turn("flood")
+        await orch.wait_until(lambda s: s.last_seq == log.last_seq)
+        await session.close()
+    return n
+
+
+def bench_session(tmp: Path, n: int) -> tuple[float, float]:
+    memory = median_rate(lambda: trio.run(_through_session, n, MemoryEventLog))
+
+    def with_file() -> int:
+        path = tmp / "session.caplog"
+        path.unlink(missing_ok=True)
+        return trio.run(_through_session, n, lambda: FileEventLog(path, fsync="batch"))
+
+    return memory, median_rate(with_file)
+
+
+def run(quick: bool = False) -> None:
+    n = 50_000 if quick else 300_000
+    events = sample_events(n)
+    size = len(msgspec.msgpack.encode(Envelope(1, 1.0, "sess-bench", 1, events[0])))
+    print(f"log: {n:,} events (≈{size} bytes each as a record), batches of {BATCH}; "
+          f"medians of 3 runs; ratio = trio-cap ÷ peer")
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmpdir:
+        tmp = Path(tmpdir)
+        sqlite_full = bench_sqlite(tmp, events[: len(events) // 10], "FULL")
+        sqlite_rate = bench_sqlite(tmp, events)
+        jsonl_rate = bench_jsonl(tmp, events)
+        appends = bench_append(tmp, events)
+        print("append")
+        row("peer: sqlite3 WAL synchronous=FULL, a commit per batch", sqlite_full)
+        row("peer: sqlite3 WAL synchronous=NORMAL, a commit per batch", sqlite_rate)
+        row("peer: json.dumps lines + write", jsonl_rate)
+        row("memory log", appends["memory"], sqlite_rate, "vs sqlite NORMAL")
+        row("file log, fsync=always", appends["always"], sqlite_full, "vs sqlite FULL")
+        row("file log, fsync=batch", appends["batch"], sqlite_rate,
+            "vs sqlite NORMAL  (target ≥ 300,000)")
+        row("file log, fsync=never", appends["never"], jsonl_rate, "vs json lines")
+        decode, folded, sqlite_read = bench_replay(tmp, events)
+        print("replay (read + CRC + decode into typed events)")
+        row("peer: sqlite3 SELECT + json decode", sqlite_read)
+        row("file log read", decode, sqlite_read, "vs sqlite  (target ≥ 300,000)")
+        row("file log read + fold every projection", folded, sqlite_read, "vs sqlite")
+        burst = n // 2
+        memory, file = bench_session(tmp, burst)
+        print(f"end to end: inproc brain → session actor → log → live projections ({burst:,})")
+        row("session actor, memory log", memory)
+        row("session actor, file log (batch)", file, None, "(target ≥ 50,000)")
