@@ -21,9 +21,18 @@ from actors.agent.script import Script, load_script
 from actors.bindings.inproc import InprocConnector
 from actors.connection import AgentSpec, Connector
 from actors.ids import IdSource, RandomIds
+from actors.manifest import (
+    AdHocError,
+    BindingNotOffered,
+    ManifestInvalid,
+    ManifestNotFound,
+    Resolved,
+    resolve_agent,
+)
 from actors.runtime import ActorNotFound, ActorSystem, Escalate, open_actor_system
 from actors.session.actor import (
     Accepted,
+    Candidate,
     CloseSession,
     Command,
     Reply,
@@ -54,7 +63,7 @@ BUILTIN_AGENT = "cap-agent"
 
 
 class UnknownAgent(Exception):
-    """No agent by that name (or no such binding for it) is available."""
+    """No usable manifest for that agent, or it does not offer the binding asked for."""
 
 
 @attrs.frozen
@@ -176,7 +185,7 @@ class Orchestrator:
     async def start_session(
         self,
         agent: str = BUILTIN_AGENT,
-        binding: str = "inproc",
+        binding: str | None = None,
         *,
         cwd: str | os.PathLike[str] | None = None,
         model: str | None = None,
@@ -191,18 +200,22 @@ class Orchestrator:
     ) -> Session:
         """Spawn a session actor; returns once ``session.created`` is in the log.
 
-        ``human`` says whether someone will answer asks and permission requests
-        through :meth:`Session.decide` / :meth:`Session.answer` (implied by
+        ``agent`` is a manifest name, a manifest path or an ad-hoc spec
+        (``pty:CMD`` …); its bindings are tried best first (or only
+        ``binding``), each failure logged as ``binding.fallback``.  ``human``
+        says whether someone will answer asks and permission requests through
+        :meth:`Session.decide` / :meth:`Session.answer` (implied by
         ``permissions="ask"``).
         """
         if permissions not in POLICIES:
             raise ValueError(f"permissions must be one of {POLICIES}, not {permissions!r}")
-        connector = self.connectors.get(binding)
-        if agent != BUILTIN_AGENT or connector is None:
-            raise UnknownAgent(
-                f"cannot start agent {agent!r} over binding {binding!r}: this build knows "
-                f"{BUILTIN_AGENT!r} over {sorted(self.connectors)}"
-            )
+        resolved = await self.resolve(agent)
+        try:
+            plan = resolved.plan(force=binding)
+        except BindingNotOffered as exc:
+            raise UnknownAgent(str(exc)) from None
+        if not plan.candidates:
+            raise UnknownAgent(f"agent {agent!r} offers no binding trio-cap can speak")
         if isinstance(script, str | os.PathLike):
             script = load_script(script)
         workdir = str(Path(cwd or os.getcwd()).resolve())  # noqa: ASYNC240 - one stat, no I/O wait
@@ -225,29 +238,52 @@ class Orchestrator:
         created = SessionCreated(
             session_id=sid,
             cwd=workdir,
-            agent=agent,
-            binding=binding,
+            agent=resolved.manifest.agent.name,
+            binding=plan.candidates[0].binding,
             model=model,
             permissions=permissions,
             allow_high_risk=allow_high_risk,
             budget_usd=budget_usd,
         )
-        spec = AgentSpec(
-            name=agent,
-            binding=binding,
-            config=config,
-            options={"script": script, "agent_session_id": f"agent-{sid}"},
-        )
+        candidates = []
+        for planned in plan.candidates:
+            spec = AgentSpec(
+                name=resolved.manifest.agent.name,
+                binding=planned.binding,
+                config=config,
+                argv=planned.argv or (),
+                url=planned.url,
+                options={"script": script, "agent_session_id": f"agent-{sid}",
+                         "manifest": resolved.manifest},
+            )
+            unavailable = None
+            if not planned.available:
+                unavailable = f"program {planned.program!r} not found on PATH"
+            elif planned.binding not in self.connectors:
+                unavailable = f"the {planned.binding} binding is not in this build of trio-cap yet"
+            connector = self.connectors.get(planned.binding) if unavailable is None else None
+            candidates.append(Candidate(planned.binding, spec, connector, unavailable))
         machine = SessionMachine(created, config, policy)
         address = f"cap://{sid}"
         self.system.spawn(
-            lambda: SessionActor(machine, spec, connector, self.log),
+            lambda: SessionActor(machine, candidates, self.log),
             address=address,
             policy=Escalate(),
         )
         session = Session(self, sid, address)
         await self.wait_until(lambda s: sid in s.sessions.sessions)
         return session
+
+    async def resolve(self, agent: str) -> Resolved:
+        """The agent's manifest, by the CAP resolution order; UnknownAgent says why not."""
+        try:
+            return await resolve_agent(agent)
+        except ManifestNotFound as exc:
+            raise UnknownAgent(str(exc)) from None
+        except ManifestInvalid as exc:
+            raise UnknownAgent(str(exc)) from None
+        except (AdHocError, ValueError) as exc:
+            raise UnknownAgent(f"--agent {agent}: {exc}") from None
 
     def session(self, session_id: str) -> Session:
         return Session(self, session_id, f"cap://{session_id}")

@@ -68,7 +68,9 @@ class SessionCreated(Event, tag="session.created"):
 
 
 class SessionStarting(Event, tag="session.starting"):
-    """The config frame went to the driver; the agent is being spawned."""
+    """A binding connected and the config frame went to it; the agent is starting."""
+
+    binding: str | None = None
 
 
 class SessionReady(Event, tag="session.ready"):

@@ -44,11 +44,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         ".cap/runs/<run-id>.caplog under the current directory); its path is printed.  "
         "Exit code: 0 completed, 1 failed/refused/cancelled, 2 bad usage, 130 interrupted.",
     )
-    run.add_argument("--agent", default="cap-agent", metavar="NAME|PATH",
-                     help="agent to run (default: cap-agent, trio-cap's own scripted agent)")
-    run.add_argument("--binding", default="inproc",
-                     choices=["inproc", "stream-json", "acp", "a2a", "pty"],
-                     help="binding to drive it over (default: inproc; this build has inproc)")
+    run.add_argument("--agent", default="cap-agent", metavar="NAME|PATH|SPEC",
+                     help="agent to run: a manifest name (see `cap manifest list`), a manifest "
+                     "path, or an ad-hoc spec pty:CMD, stream-json:CMD, acp:CMD, a2a:URL "
+                     "(default: cap-agent, trio-cap's own scripted agent)")
+    run.add_argument("--binding", choices=["inproc", "stream-json", "acp", "a2a", "pty"],
+                     help="force one binding (default: the best the agent's manifest declares, "
+                     "falling back down the list; this build connects over inproc)")
     task = run.add_mutually_exclusive_group(required=True)
     task.add_argument("--task", metavar="TEXT", help="the prompt to send")
     task.add_argument("--task-file", metavar="F", help="read the prompt from a file")

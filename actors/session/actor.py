@@ -11,15 +11,18 @@ logged before it is sent, so the log proves what reached the agent and when.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from typing import Any
 
 import attrs
 import trio
 
 from actors.connection import AgentBatch, AgentGone, AgentSpec, ConnectError, Connector, TurnEnded
+from actors.manifest.select import BindingUnavailable, first_working
 from actors.runtime import Actor, ActorContext
 from actors.session.machine import CancelAgent, Close, Emit, Output, Send, SessionMachine
-from events.kinds import Cancel, CapError, Event
+from events.kinds import BindingFallback, Cancel, CapError, Event
 from events.log.base import EventLog
 
 
@@ -72,6 +75,16 @@ class CloseSession:
 
 
 @attrs.frozen
+class Candidate:
+    """One binding to try: its connector, or why it cannot be tried in this build."""
+
+    binding: str
+    spec: AgentSpec
+    connector: Connector | None = None
+    unavailable: str | None = None
+
+
+@attrs.frozen
 class Accepted:
     seq: int
     turn: int | None
@@ -80,11 +93,10 @@ class Accepted:
 
 class SessionActor(Actor):
     def __init__(
-        self, machine: SessionMachine, spec: AgentSpec, connector: Connector, log: EventLog
+        self, machine: SessionMachine, candidates: Sequence[Candidate], log: EventLog
     ) -> None:
         self.machine = machine
-        self.spec = spec
-        self.connector = connector
+        self.candidates = candidates
         self.log = log
         self.stream = machine.session_id
         self.conn: Any = None
@@ -93,18 +105,29 @@ class SessionActor(Actor):
         machine = self.machine
         try:
             await self._apply(machine.create())
-            try:
-                async with self.connector.open(self.spec, ctx.ref.clone_sender()) as conn:
-                    self.conn = conn
-                    await self._apply(machine.start())
-                    async for batch in ctx.batches():
-                        await self._handle(batch)
-                        if machine.terminal:
-                            break
-                    self.conn = None
-            except ConnectError as exc:
+            async with AsyncExitStack() as stack:
+
+                async def try_open(candidate: Candidate) -> Any:
+                    if candidate.connector is None:
+                        raise ConnectError(candidate.unavailable or "no connector")
+                    opened = candidate.connector.open(candidate.spec, ctx.ref.clone_sender())
+                    return await stack.enter_async_context(opened)
+
+                async def on_fallback(failed: str, next_binding: str, reason: str) -> None:
+                    event = BindingFallback(failed=failed, next=next_binding, reason=reason)
+                    await self.log.append([event], stream=self.stream)
+
+                try:
+                    chosen, self.conn = await first_working(self.candidates, try_open, on_fallback)
+                except BindingUnavailable as exc:
+                    await self._apply(machine.fail(exc.code, str(exc)))
+                    return
+                await self._apply(machine.start(chosen.binding))
+                async for batch in ctx.batches():
+                    await self._handle(batch)
+                    if machine.terminal:
+                        break
                 self.conn = None
-                await self._apply(machine.fail("cap_binding_unavailable", str(exc)))
         finally:
             self.conn = None
             with ctx.shielded():

@@ -148,7 +148,7 @@ class SessionMachine:
     def create(self) -> list[Output]:
         return [Emit((self.created,))]
 
-    def start(self) -> list[Output]:
+    def start(self, binding: str | None = None) -> list[Output]:
         """Config first: nothing else goes to the agent before it."""
         if self.state is not State.CREATED:
             return []
@@ -166,7 +166,7 @@ class SessionMachine:
                     )
                 )
             )
-        out += [Emit((SessionStarting(),)), Send(self.config)]
+        out += [Emit((SessionStarting(binding=binding),)), Send(self.config)]
         return out
 
     def close(self) -> list[Output]:

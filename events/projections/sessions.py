@@ -70,6 +70,16 @@ def _status(status: str):
     return handler
 
 
+def _starting(state: SessionsState, env: Envelope) -> None:
+    view = state.sessions.get(env.stream)
+    if view is None or view.status in TERMINAL_STATUSES:
+        return
+    view.status = "starting"
+    binding = env.event.binding  # type: ignore[attr-defined]
+    if binding:
+        view.binding = binding
+
+
 def _working(state: SessionsState, env: Envelope) -> None:
     view = state.sessions.get(env.stream)
     if view is None or view.status in TERMINAL_STATUSES:
@@ -122,7 +132,7 @@ class SessionsProjection(Projection[SessionsState]):
     name = "sessions"
     handlers = {
         SessionCreated: _created,
-        SessionStarting: _status("starting"),
+        SessionStarting: _starting,
         SessionReady: _status("ready"),
         SessionWorking: _working,
         SessionInputRequired: _input_required,

@@ -104,6 +104,9 @@ async def test_ctrl_c_exits_130_after_closing_the_log_cleanly(tmp_path):
         [*CAP, "run", "--task", "wait 600", "--log", "k.caplog"],
         cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        # a shell's background job ignores SIGINT, and children inherit that; a user's
+        # foreground `cap run` does not
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     seen = b""
     with trio.fail_after(30):
@@ -113,9 +116,16 @@ async def test_ctrl_c_exits_130_after_closing_the_log_cleanly(tmp_path):
             seen += chunk
         proc.send_signal(signal.SIGINT)
         code = await proc.wait()
-    assert code == 130
+        errors = await proc.stderr.receive_some()
+    assert code == 130, errors.decode()
     from events.log import FileEventLog
 
     log = FileEventLog(tmp_path / "k.caplog", readonly=True)
     assert log.recovered is None
     assert log.read()[-1].kind == "session.cancelled"
+
+
+def test_an_unknown_agent_is_a_usage_error_naming_what_was_tried(tmp_path):
+    result = cap("run", "--agent", "no-such-agent", "--task", "hi", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "no-such-agent" in result.stderr and "bundled" in result.stderr

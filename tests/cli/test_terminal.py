@@ -1,7 +1,6 @@
 """`cap run` on a real pseudo-terminal: the ask policy is the default and a human answers."""
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -61,9 +60,10 @@ async def test_with_a_terminal_the_human_is_asked_and_their_answers_are_logged(t
         assert await proc.wait() == 0
     assert (tmp_path / "kept.txt").read_text() == "yes\n"
     assert not (tmp_path / "skipped.txt").exists()
-    shown = subprocess.run([sys.executable, "-m", "actors.cli", "log", "show", "t.caplog"],
-                           cwd=tmp_path, capture_output=True, text=True,
-                           env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert "permissions ask" in shown.stdout
-    assert "allow_once by human" in shown.stdout and "deny by human" in shown.stdout
-    assert "answered by human: 'blue'" in shown.stdout
+    shown = await trio.run_process(
+        [sys.executable, "-m", "actors.cli", "log", "show", "t.caplog"], cwd=tmp_path,
+        capture_stdout=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    text = shown.stdout.decode()
+    assert "permissions ask" in text
+    assert "allow_once by human" in text and "deny by human" in text
+    assert "answered by human: 'blue'" in text

@@ -1,0 +1,93 @@
+"""Ad-hoc agent specs: ``pty:CMD``, ``stream-json:CMD``, ``acp:CMD``, ``a2a:URL``.
+
+Naming an agent that has no manifest should still work, as in the Rust
+reference's CLI.  The spec becomes a minimal manifest for exactly that one
+binding; it goes through the same validator as a file, so it obeys the same
+rules.  CMD is split with :mod:`shlex` because a person typed it on a command
+line; what comes out is an argv array and is never given to a shell.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from typing import Any
+from urllib.parse import urlsplit
+
+from actors.manifest.checks import PROGRAM_RULE, is_safe_program
+from actors.manifest.model import Manifest
+from actors.manifest.validate import ManifestInvalid, validate_data
+
+PREFIXES = {"pty": "pty", "stream-json": "stream-json", "acp": "acp", "a2a": "a2a"}
+"""Spec prefix → binding name."""
+
+READY_ANY_OUTPUT = "\\S"
+"""Without knowing the program, any visible output counts as started."""
+
+
+class AdHocError(ValueError):
+    """An ad-hoc spec that cannot become a manifest (bad command or URL)."""
+
+
+def adhoc_binding(spec: str) -> str | None:
+    """The binding an ad-hoc spec names, or None when ``spec`` is not ad-hoc."""
+    head, sep, _ = spec.partition(":")
+    return PREFIXES.get(head) if sep else None
+
+
+def _argv(spec: str, rest: str) -> list[str]:
+    try:
+        argv = shlex.split(rest)
+    except ValueError as exc:
+        raise AdHocError(f"{spec!r}: cannot split the command: {exc}") from None
+    if not argv:
+        raise AdHocError(f"{spec!r}: the command is empty")
+    if "/" in argv[0] and not argv[0].startswith("/"):
+        argv[0] = os.path.abspath(argv[0])  # ./my-agent is meant relative to here
+    if not is_safe_program(argv[0]):
+        raise AdHocError(f"{spec!r}: {argv[0]!r} {PROGRAM_RULE}")
+    return argv
+
+
+def _name_from(text: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
+    return name or "agent"
+
+
+def adhoc_manifest(spec: str) -> tuple[Manifest, str]:
+    """Synthesize the manifest for ``spec``; returns it with the one binding it allows."""
+    binding = adhoc_binding(spec)
+    if binding is None:
+        raise AdHocError(f"{spec!r} is not an ad-hoc spec (pty:, stream-json:, acp:, a2a:)")
+    rest = spec.partition(":")[2].strip()
+    fast_path: dict[str, Any] = {
+        "stream_json": False, "acp_stdio": False, "a2a_serve_at": False, "grpc": False,
+    }
+    if binding == "a2a":
+        parts = urlsplit(rest)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise AdHocError(f"{spec!r}: expected a2a:http(s)://host[:port][/path]")
+        name = _name_from(f"a2a-{parts.hostname}-{parts.port or parts.scheme}")
+        # A remote agent has no local program; the PTY fields are placeholders
+        # that are never used, because only the a2a binding is allowed.
+        argv = ["a2a-remote"]
+        fast_path["a2a_serve_at"] = rest
+    else:
+        argv = _argv(spec, rest)
+        name = _name_from(os.path.basename(argv[0]))
+        if binding == "stream-json":
+            fast_path["stream_json"] = argv
+        elif binding == "acp":
+            fast_path["acp_stdio"] = argv
+    raw = {
+        "agent": {"name": name, "binary": argv[0], "profiles": []},
+        "startup": {"command": argv, "ready_when": {"pattern": READY_ANY_OUTPUT}},
+        "fast_path": fast_path,
+        "pty": {"cols": 120, "rows": 40},
+        "capabilities": {"streaming_output": True},
+    }
+    try:
+        return validate_data(raw, f"ad-hoc spec {spec!r}"), binding
+    except ManifestInvalid as exc:
+        raise AdHocError("; ".join(exc.lines())) from None
