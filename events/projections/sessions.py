@@ -57,68 +57,53 @@ def _created(state: SessionsState, env: Envelope) -> None:
     )
 
 
+def _move(state: SessionsState, env: Envelope, status: str) -> SessionView | None:
+    """Set a live session's status; a terminal session never moves again."""
+    view = state.sessions.get(env.stream)
+    if view is None or view.status in TERMINAL_STATUSES:
+        return None
+    view.status = status
+    view.waiting_on = None
+    if status in TERMINAL_STATUSES:
+        view.ended_at = env.at
+    return view
+
+
 def _status(status: str):
     def handler(state: SessionsState, env: Envelope) -> None:
-        view = state.sessions.get(env.stream)
-        if view is None or view.status in TERMINAL_STATUSES:
-            return
-        view.status = status
-        view.waiting_on = None
-        if status in TERMINAL_STATUSES:
-            view.ended_at = env.at
+        _move(state, env, status)
 
     return handler
 
 
 def _starting(state: SessionsState, env: Envelope) -> None:
-    view = state.sessions.get(env.stream)
-    if view is None or view.status in TERMINAL_STATUSES:
-        return
-    view.status = "starting"
     binding = env.event.binding  # type: ignore[attr-defined]
-    if binding:
+    if (view := _move(state, env, "starting")) and binding:
         view.binding = binding
 
 
 def _working(state: SessionsState, env: Envelope) -> None:
-    view = state.sessions.get(env.stream)
-    if view is None or view.status in TERMINAL_STATUSES:
-        return
-    ev: SessionWorking = env.event  # type: ignore[assignment]
-    view.status = "working"
-    view.waiting_on = None
-    view.turns = max(view.turns, ev.turn)
+    if view := _move(state, env, "working"):
+        view.turns = max(view.turns, env.event.turn)  # type: ignore[attr-defined]
 
 
 def _input_required(state: SessionsState, env: Envelope) -> None:
-    view = state.sessions.get(env.stream)
-    if view is None or view.status in TERMINAL_STATUSES:
-        return
     ev: SessionInputRequired = env.event  # type: ignore[assignment]
-    view.status = "input_required"
-    view.waiting_on = f"{ev.reason}:{ev.ref}"
+    if view := _move(state, env, "input_required"):
+        view.waiting_on = f"{ev.reason}:{ev.ref}"
 
 
 def _idle(state: SessionsState, env: Envelope) -> None:
-    view = state.sessions.get(env.stream)
-    if view is None or view.status in TERMINAL_STATUSES:
-        return
     ev: SessionIdle = env.event  # type: ignore[assignment]
-    view.status = "ready"
-    view.waiting_on = None
-    view.last_stop_reason = ev.stop_reason
-    view.idle_turn = ev.turn
+    if view := _move(state, env, "ready"):
+        view.last_stop_reason = ev.stop_reason
+        view.idle_turn = ev.turn
 
 
 def _failed(state: SessionsState, env: Envelope) -> None:
-    view = state.sessions.get(env.stream)
-    if view is None or view.status in TERMINAL_STATUSES:
-        return
     ev: SessionFailed = env.event  # type: ignore[assignment]
-    view.status = "failed"
-    view.ended_at = env.at
-    view.waiting_on = None
-    view.last_error = f"{ev.code}: {ev.message}"
+    if view := _move(state, env, "failed"):
+        view.last_error = f"{ev.code}: {ev.message}"
 
 
 def _error(state: SessionsState, env: Envelope) -> None:
