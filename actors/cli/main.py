@@ -26,6 +26,8 @@ COMMAND_MODULES = (
     "actors.cli.run_cmd",
     "actors.cli.log_cmd",
     "actors.cli.manifest_cmd",
+    "actors.cli.model_cmd",
+    "actors.cli.peers_cmd",
 )
 
 

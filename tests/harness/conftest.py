@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from actors.model_server import ModelServer, open_model_server
+from actors.model_server import ModelServer, pytest_plugin
 from actors.peers.env import PeerEnv, isolated_env
 from actors.peers.install import PeerMissing, find_binary
 
-
-@pytest.fixture
-async def model_server(tmp_path: Path) -> AsyncIterator[ModelServer]:
-    """A server on a free loopback port, listening before the test starts."""
-    async with open_model_server(record=tmp_path / "requests.jsonl") as server:
-        yield server
+# A server on a free loopback port, listening before each test starts.
+model_server = pytest_plugin.model_server
 
 
 PeerFactory = Callable[..., tuple[PeerEnv, Path]]

@@ -82,7 +82,8 @@ async def test_function_call_then_function_response(model_server: ModelServer) -
     assert [(c["name"], c["args"]) for c in calls] == [
         ("write_file", {"file_path": "/w/g.txt", "content": "G"})]
 
-    follow = contents("create g.txt") + [
+    follow = [
+        *contents("create g.txt"),
         {"role": "model", "parts": [{"functionCall": calls[0]}]},
         {"role": "user", "parts": [{"functionResponse": {
             "id": calls[0]["id"], "name": "write_file", "response": {"output": "ok"}}}]},
@@ -136,3 +137,21 @@ async def test_error_shape_secrets_and_bad_requests(model_server: ModelServer) -
     assert rec["headers"]["x-goog-api-key"] == REDACTED and rec["query"]["key"] == REDACTED
     assert "AIza" not in json.dumps(model_server.records)
     assert [x["reply"]["status"] for x in model_server.records] == [429, 400, 404]
+
+
+async def test_client_leaving_mid_stream_does_not_hurt_the_server(
+    model_server: ModelServer,
+) -> None:
+    model_server.set_script(script_from_obj(
+        {"default": {"text": "one two three four five six", "delay_ms": 200}}))
+    path = "/v1beta/models/m:streamGenerateContent?alt=sse"
+    async with (
+        httpx.AsyncClient(base_url=model_server.url) as client,
+        client.stream("POST", path, json={"contents": contents("hi")}) as r,
+    ):
+        async for line in r.aiter_lines():
+            if line.startswith("data: "):
+                break  # leave after the first chunk, five pauses before the end
+    model_server.set_script(script_from_obj({}))
+    r = await post(model_server, "/v1beta/models/m:generateContent", {"contents": contents("x")})
+    assert r.json()["candidates"][0]["content"]["parts"][0]["text"] == "hello from fake model"

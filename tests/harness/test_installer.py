@@ -46,6 +46,10 @@ printf '#!/bin/sh\\necho aider 0.86.2\\n' > "$bindir/aider"; chmod +x "$bindir/a
 """
 
 
+def logged(log: Path) -> list[str]:
+    return log.read_text().splitlines()
+
+
 def executable(path: Path, text: str) -> Path:
     path.write_text(text)
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
@@ -72,13 +76,13 @@ async def test_npm_install_marker_and_reuse(tmp_path: Path, fake_tools: Path) ->
     assert st.installed and not st.reused and st.version_output == "9.9.9 (claude)"
     assert st.binary == peer_dir(spec, root) / "node_modules" / ".bin" / "claude"
     assert find_binary("claude-code", root) == st.binary
-    calls = fake_tools.read_text().splitlines()
+    calls = logged(fake_tools)
     assert calls == [f"install --prefix {peer_dir(spec, root)} --no-audit --no-fund "
                      "--foreground-scripts --loglevel=warn @anthropic-ai/claude-code@2.1.332"]
     again = await install_peer(spec, root)
-    assert again.reused and len(fake_tools.read_text().splitlines()) == 1
+    assert again.reused and len(logged(fake_tools)) == 1
     forced = await install_peer(spec, root, force=True)
-    assert not forced.reused and len(fake_tools.read_text().splitlines()) == 2
+    assert not forced.reused and len(logged(fake_tools)) == 2
 
 
 async def test_failed_install_reports_log_tail_and_leaves_no_marker(
@@ -98,7 +102,7 @@ async def test_pip_peer_gets_its_own_venv(tmp_path: Path, fake_tools: Path) -> N
     st = await install_peer(PEERS["aider"], root)
     venv = peer_dir(PEERS["aider"], root) / "venv"
     assert st.binary == venv / "bin" / "aider" and st.version_output == "aider 0.86.2"
-    calls = fake_tools.read_text().splitlines()
+    calls = logged(fake_tools)
     assert calls[0] == f"-m venv {venv}"
     assert calls[1].endswith("install --disable-pip-version-check --no-input --progress-bar "
                              "off aider-chat==0.86.2")
@@ -127,7 +131,7 @@ def test_version_override_and_names(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     spec = PEERS["claude-code"]
     assert spec.requirement() == "@anthropic-ai/claude-code@2.1.197"
     assert peer_dir(spec, tmp_path).name == "claude-code-2.1.197"
-    assert [s.name for s in resolve_names(["codex", "all"])][0] == "codex"
+    assert next(s.name for s in resolve_names(["codex", "all"])) == "codex"
     assert len(resolve_names(["all", "aider"])) == len(PEERS)
     with pytest.raises(KeyError, match="unknown peer 'nope'"):
         resolve_names(["nope"])

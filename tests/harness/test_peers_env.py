@@ -47,7 +47,7 @@ def test_claude_env_and_onboarding_seed(tmp_path: Path) -> None:
     penv = make(tmp_path, "claude-code", api_key=key)
     env = penv.env
     assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9999"
-    assert env["ANTHROPIC_API_KEY"] == key and env["ANTHROPIC_MODEL"] == "claude-sonnet-4-5"
+    assert env["ANTHROPIC_API_KEY"] == key and env["ANTHROPIC_MODEL"] == "claude-opus-5-5"
     assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
     assert env["IS_SANDBOX"] == "1" and env["DISABLE_AUTOUPDATER"] == "1"
     seed = json.loads((Path(env["CLAUDE_CONFIG_DIR"]) / ".claude.json").read_text())

@@ -109,6 +109,9 @@ async def test_gemini_cli_writes_file(peer: PeerFactory, model_server: ModelServ
     result = await run(penv, workdir, "--approval-mode", "yolo", "-p", "please create hello.txt")
     assert "Created hello.txt." in result.stdout, result.describe()
     assert target.read_text() == "hi from gemini\n"
+    # GEMINI_MODEL from the environment alone skips the "auto" router call.
+    assert {r["path"] for r in model_server.records} == {
+        "/v1beta/models/fake-model:streamGenerateContent"}
 
 
 # --- opencode ----------------------------------------------------------------

@@ -196,8 +196,9 @@ def test_parse_responses_counts_model_runs_after_last_user() -> None:
 def test_parse_anthropic_system_role_entries_and_tool_results() -> None:
     body = {"model": "claude", "system": [{"type": "text", "text": "top"}], "messages": [
         {"role": "system", "content": "env info"},
-        {"role": "user", "content": [{"type": "text", "text": "<system-reminder>r</system-reminder>"},
-                                     {"type": "text", "text": "write it"}]},
+        {"role": "user", "content": [
+            {"type": "text", "text": "<system-reminder>r</system-reminder>"},
+            {"type": "text", "text": "write it"}]},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "Write",
                                            "input": {}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",

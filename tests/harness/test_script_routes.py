@@ -54,13 +54,13 @@ def test_load_script_toml(tmp_path: Path) -> None:
 def test_bad_scripts_name_the_problem(tmp_path: Path, text: str, needle: str) -> None:
     path = tmp_path / "s.toml"
     path.write_text(text)
-    with pytest.raises(ScriptError, match=None) as info:
+    with pytest.raises(ScriptError) as info:
         load_script(path)
     assert needle in str(info.value)
 
 
 def test_missing_script_file(tmp_path: Path) -> None:
-    with pytest.raises(ScriptError, match="nope.toml"):
+    with pytest.raises(ScriptError, match=r"nope\.toml"):
         load_script(tmp_path / "nope.toml")
 
 

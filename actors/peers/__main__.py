@@ -1,0 +1,23 @@
+"""``python -m actors.peers install all``: the peers commands without the ``cap`` entry point.
+
+CI can install the agents before ``cap`` itself is wired up or installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from actors.cli import peers_cmd
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m actors.peers")
+    sub = parser.add_subparsers()
+    peers_cmd.register(sub)
+    args = parser.parse_args(["peers", *(sys.argv[1:] if argv is None else argv)])
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
