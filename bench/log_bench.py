@@ -17,7 +17,6 @@ import msgspec
 import trio
 
 from bench.common import median_rate, row
-from events.envelope import Envelope
 from events.kinds import AnyEvent, TextChunk, ToolCallStart, Usage
 from events.log import FileEventLog, MemoryEventLog
 from events.projections import fold, initial_state
@@ -154,11 +153,12 @@ def bench_session(tmp: Path, n: int) -> tuple[float, float]:
 def run(quick: bool = False) -> None:
     n = 50_000 if quick else 300_000
     events = sample_events(n)
-    size = len(msgspec.msgpack.encode(Envelope(1, 1.0, "sess-bench", 1, events[0])))
-    print(f"log: {n:,} events (≈{size} bytes each as a record), batches of {BATCH}; "
-          f"medians of 3 runs; ratio = trio-cap ÷ peer")
+    print(f"log: {n:,} events, appended in batches of {BATCH}; medians of 3 runs; "
+          f"ratio = trio-cap ÷ peer")
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmpdir:
         tmp = Path(tmpdir)
+        trio.run(_append_all, FileEventLog(tmp / "size.caplog", fsync="never"), events)
+        print(f"  file size: {(tmp / 'size.caplog').stat().st_size / n:.1f} bytes per event")
         sqlite_full = bench_sqlite(tmp, events[: len(events) // 10], "FULL")
         sqlite_rate = bench_sqlite(tmp, events)
         jsonl_rate = bench_jsonl(tmp, events)

@@ -38,9 +38,9 @@ from events.log.records import (
     MAGIC,
     LogCorrupted,
     LogFormatError,
-    decode_all,
-    decode_one,
+    decode_records,
     encode_into,
+    record_length,
     scan,
 )
 
@@ -81,7 +81,8 @@ class FileEventLog(EventLog):
         self.readonly = readonly
         self._batch_bytes = batch_bytes
         self._batch_seconds = batch_seconds
-        self._offsets = array("q")
+        self._offsets = array("q")  # start of each record
+        self._firsts = array("q")  # first seq in each record
         self._recent: list[Envelope] = []
         self._recent_base = 1  # seq of self._recent[0]
         self._pending = bytearray()
@@ -130,13 +131,11 @@ class FileEventLog(EventLog):
             raise LogFormatError(f"{self.path} is not a trio-cap event log (bad magic header)")
         data = _read_all(fd, len(MAGIC), size - len(MAGIC))
         result = scan(data, base=len(MAGIC))
-        self._offsets.extend(result.offsets)
+        self._offsets.extend(span.offset for span in result.spans)
+        self._firsts.extend(span.first_seq for span in result.spans)
         self._end = result.good_end
-        count = len(result.offsets)
+        count = result.spans[-1].first_seq + result.spans[-1].count - 1 if result.spans else 0
         if count:
-            last = decode_one(data, result.offsets[-1] - len(MAGIC))
-            if last.seq != count:
-                raise LogCorrupted(self.path, result.offsets[-1], last.seq, "seq out of step")
             self._next_seq = self._recent_base = count + 1
             self._visible_seq = count
         if result.bad_detail is not None:
@@ -152,11 +151,11 @@ class FileEventLog(EventLog):
         """A corrupt record followed by a clean run of records to EOF is mid-log damage."""
         if len(data) - rel < HEADER_SIZE:
             return
-        length = int.from_bytes(data[rel : rel + 4], "little")
+        length = record_length(data, rel)
         nxt = rel + HEADER_SIZE + length
         if length > 0 and nxt < len(data):
-            rest = scan(memoryview(data)[nxt:])
-            if rest.offsets and rest.bad_detail is None:
+            rest = scan(memoryview(data)[nxt:], next_seq=None)
+            if rest.spans and rest.bad_detail is None:
                 raise LogCorrupted(self.path, result.good_end, seq, result.bad_detail)
 
     def _note_recovery(self, dropped: int, at_offset: int, keep: int, detail: str) -> None:
@@ -173,8 +172,9 @@ class FileEventLog(EventLog):
     # ---- writing -------------------------------------------------------
     def _buffer(self, envs: list[Envelope]) -> None:
         base = self._end + len(self._pending)
-        starts = encode_into(envs, self._pending)
-        self._offsets.extend(base + s for s in starts)
+        for span in encode_into(envs, self._pending):
+            self._offsets.append(base + span.offset)
+            self._firsts.append(span.first_seq)
         self._pending_last_seq = envs[-1].seq
         self._recent.extend(envs)
         if len(self._recent) > 2 * _RECENT_KEEP:
@@ -274,19 +274,27 @@ class FileEventLog(EventLog):
             out.extend(self._recent[: to_seq - self._recent_base + 1])
         return out
 
-    def _end_of(self, seq: int) -> int:
-        """File offset just past the record of ``seq``."""
-        return self._offsets[seq] if seq < len(self._offsets) else self._end
+    def _record_end(self, index: int) -> int:
+        """File offset just past record ``index``."""
+        nxt = index + 1
+        return self._offsets[nxt] if nxt < len(self._offsets) else self._end
 
     def _iter_file(self, from_seq: int, to_seq: int) -> Iterator[Envelope]:
-        seq = from_seq
-        while seq <= to_seq:
-            start = self._offsets[seq - 1]
-            # whole records, about _READ_CHUNK bytes per read
-            last = min(to_seq, max(seq, bisect.bisect_left(self._offsets, start + _READ_CHUNK)))
-            end = self._end_of(last)
-            yield from decode_all(_read_all(self._fd, start, end - start))
-            seq = last + 1
+        """Envelopes from_seq..to_seq, read a few MiB of whole records at a time."""
+        first = bisect.bisect_right(self._firsts, from_seq) - 1
+        last = bisect.bisect_right(self._firsts, to_seq) - 1
+        i = first
+        while i <= last:
+            start = self._offsets[i]
+            k = bisect.bisect_left(self._offsets, start + _READ_CHUNK, lo=i + 1) - 1
+            k = max(i, min(k, last))
+            data = _read_all(self._fd, start, self._record_end(k) - start)
+            for batch in decode_records(data):
+                if batch[0].seq >= from_seq and batch[-1].seq <= to_seq:
+                    yield from batch
+                else:
+                    yield from (env for env in batch if from_seq <= env.seq <= to_seq)
+            i = k + 1
 
     @property
     def size(self) -> int:

@@ -1,30 +1,39 @@
 """Sans-io framing of the file log: bytes in, envelopes out, and back.
 
-File layout: an 8-byte magic header, then records of
-``u32 length | u32 crc32(payload) | payload`` where the payload is the msgpack
-encoding of one :class:`Envelope`.  Scanning stops at the first record that is
-short, oversized or fails its CRC; what follows it is the *tail* the caller
-decides about.
+File layout: an 8-byte magic header, then records.  A record holds one batch
+of consecutive envelopes — what one ``append`` acknowledged, split at
+:data:`MAX_BATCH` — because every hop in trio-cap moves batches, and one CRC
+and one msgpack call per batch cost far less than one per event::
+
+    u32 length | u32 crc32 | u64 first_seq | u32 count | payload (length bytes)
+
+``payload`` is the msgpack array of the batch's envelopes; the CRC covers
+``first_seq``, ``count`` and the payload, so the index can be rebuilt from
+headers alone.  Scanning stops at the first record that is short, oversized,
+fails its CRC or does not continue the previous record's seqs; what follows
+is the *tail* the caller decides about.
 """
 
 from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import attrs
 import msgspec
 
 from events.envelope import Envelope
 
-MAGIC = b"CAPLOG\x00\x01"
-HEADER = struct.Struct("<II")
+MAGIC = b"CAPLOG\x00\x02"
+HEADER = struct.Struct("<IIQI")
 HEADER_SIZE = HEADER.size
+_CRC_FROM = 8  # the CRC covers first_seq, count and the payload
 MAX_RECORD = 64 * 1024 * 1024
+MAX_BATCH = 4096
 
 _encoder = msgspec.msgpack.Encoder()
-_decoder = msgspec.msgpack.Decoder(Envelope)
+_decoder = msgspec.msgpack.Decoder(list[Envelope])
 
 
 class LogFormatError(Exception):
@@ -36,48 +45,59 @@ class LogCorrupted(Exception):
 
     def __init__(self, path: str, offset: int, seq: int, detail: str) -> None:
         super().__init__(
-            f"{path}: record at byte {offset} (seq {seq}) is corrupt ({detail}) and valid "
-            f"records follow it; refusing to truncate acknowledged events"
+            f"{path}: record at byte {offset} (from seq {seq}) is corrupt ({detail}) and "
+            f"valid records follow it; refusing to truncate acknowledged events"
         )
         self.offset = offset
         self.seq = seq
 
 
-def encode_into(envelopes: Iterable[Envelope], buf: bytearray) -> list[int]:
-    """Append framed records to ``buf``; returns each record's start offset in it."""
-    starts = []
-    pack_into = HEADER.pack_into
-    crc32 = zlib.crc32
-    encode_into_ = _encoder.encode_into
-    for env in envelopes:
+@attrs.frozen
+class RecordSpan:
+    offset: int
+    first_seq: int
+    count: int
+
+
+def encode_into(envelopes: Sequence[Envelope], buf: bytearray) -> list[RecordSpan]:
+    """Append the batch to ``buf`` as records; offsets are relative to ``buf``."""
+    spans = []
+    for i in range(0, len(envelopes), MAX_BATCH):
+        chunk = envelopes[i : i + MAX_BATCH]
         start = len(buf)
-        starts.append(start)
         body = start + HEADER_SIZE
-        encode_into_(env, buf, body)
+        _encoder.encode_into(chunk, buf, body)
         length = len(buf) - body
         if length > MAX_RECORD:
             del buf[start:]
-            raise ValueError(f"event seq {env.seq} encodes to {length} bytes (max {MAX_RECORD})")
-        pack_into(buf, start, length, crc32(memoryview(buf)[body:]))
-    return starts
+            raise ValueError(f"a batch from seq {chunk[0].seq} encodes to {length} bytes "
+                             f"(max {MAX_RECORD})")
+        HEADER.pack_into(buf, start, length, 0, chunk[0].seq, len(chunk))
+        crc = zlib.crc32(memoryview(buf)[start + _CRC_FROM :])
+        struct.pack_into("<I", buf, start + 4, crc)
+        spans.append(RecordSpan(start, chunk[0].seq, len(chunk)))
+    return spans
 
 
 @attrs.frozen
 class ScanResult:
-    offsets: list[int]
-    """Start offset of every complete, CRC-valid record (absolute file offsets)."""
+    spans: list[RecordSpan]
+    """Every complete, CRC-valid record, with absolute file offsets."""
     good_end: int
     """Offset just past the last good record: where a torn tail begins."""
     bad_detail: str | None
     """Why scanning stopped before the end, or None when it reached the end cleanly."""
 
 
-def scan(data: bytes | memoryview, base: int = 0) -> ScanResult:
-    """Walk records in ``data`` (which starts at file offset ``base``)."""
+def scan(data: bytes | memoryview, base: int = 0, next_seq: int | None = 1) -> ScanResult:
+    """Walk records in ``data`` (which starts at file offset ``base``).
+
+    ``next_seq`` is the seq the first record must start at (None: any).
+    """
     view = memoryview(data)
     size = len(view)
     pos = 0
-    offsets: list[int] = []
+    spans: list[RecordSpan] = []
     unpack_from = HEADER.unpack_from
     crc32 = zlib.crc32
     detail = None
@@ -85,36 +105,53 @@ def scan(data: bytes | memoryview, base: int = 0) -> ScanResult:
         if size - pos < HEADER_SIZE:
             detail = "truncated record header"
             break
-        length, crc = unpack_from(view, pos)
-        if length == 0 or length > MAX_RECORD:
-            detail = f"implausible record length {length}"
+        length, crc, first, count = unpack_from(view, pos)
+        if length == 0 or length > MAX_RECORD or count == 0:
+            detail = f"implausible record header (length {length}, count {count})"
             break
         end = pos + HEADER_SIZE + length
         if end > size:
             detail = "truncated record body"
             break
-        if crc32(view[pos + HEADER_SIZE : end]) != crc:
+        if crc32(view[pos + _CRC_FROM : end]) != crc:
             detail = "CRC mismatch"
             break
-        offsets.append(base + pos)
+        if next_seq is not None and first != next_seq:
+            detail = f"record starts at seq {first}, expected {next_seq}"
+            break
+        spans.append(RecordSpan(base + pos, first, count))
+        next_seq = first + count
         pos = end
-    return ScanResult(offsets, base + pos, detail)
+    return ScanResult(spans, base + pos, detail)
 
 
-def decode_one(data: bytes | memoryview, offset: int = 0) -> Envelope:
-    length, _ = HEADER.unpack_from(data, offset)
-    return _decoder.decode(memoryview(data)[offset + HEADER_SIZE : offset + HEADER_SIZE + length])
+def record_length(data: bytes | memoryview, offset: int) -> int:
+    return HEADER.unpack_from(data, offset)[0]
 
 
-def decode_all(data: bytes | memoryview) -> Iterator[Envelope]:
-    """Decode consecutive records already validated by :func:`scan`."""
+def decode_records(data: bytes | memoryview) -> Iterator[list[Envelope]]:
+    """Decode consecutive records already validated by :func:`scan`, a batch at a time."""
     view = memoryview(data)
     pos = 0
     size = len(view)
     unpack_from = HEADER.unpack_from
     decode = _decoder.decode
     while pos < size:
-        length, _ = unpack_from(view, pos)
+        length = unpack_from(view, pos)[0]
         body = pos + HEADER_SIZE
         yield decode(view[body : body + length])
         pos = body + length
+
+
+def decode_all(data: bytes | memoryview) -> list[Envelope]:
+    out: list[Envelope] = []
+    for batch in decode_records(data):
+        out.extend(batch)
+    return out
+
+
+def flatten(batches: Iterable[list[Envelope]]) -> list[Envelope]:
+    out: list[Envelope] = []
+    for batch in batches:
+        out.extend(batch)
+    return out

@@ -160,3 +160,33 @@ async def test_reading_far_back_goes_to_the_file_not_only_the_recent_cache(tmp_p
     assert len(got) == 140_000 and got[-1].seq == 140_000
     assert [e.seq for e in log.read(69_999, until=70_002)] == [69_999, 70_000, 70_001, 70_002]
     await log.aclose()
+
+
+async def test_a_batch_is_one_record_kept_or_dropped_whole(tmp_path):
+    path = tmp_path / "x.caplog"
+    log = FileEventLog(path)
+    await log.append([chunk(i) for i in range(3)])
+    kept = log.size
+    await log.append([chunk(i) for i in range(3, 10)])
+    await log.aclose()
+    full = path.read_bytes()
+    for cut in (kept + 1, kept + HEADER_SIZE, len(full) - 1):
+        path.write_bytes(full[:cut])
+        reopened = FileEventLog(path, readonly=True)
+        assert [e.event for e in reopened.read()] == [chunk(i) for i in range(3)]
+        assert reopened.recovered.dropped_bytes == cut - kept
+        await reopened.aclose()
+
+
+async def test_records_out_of_seq_order_are_not_a_log(tmp_path):
+    first, second = tmp_path / "a.caplog", tmp_path / "b.caplog"
+    for path in (first, second):
+        log = FileEventLog(path)
+        await log.append([chunk(0), chunk(1)])
+        await log.aclose()
+    # graft b's record (seqs 1-2) after a's: valid CRC, wrong seqs
+    data = first.read_bytes() + second.read_bytes()[len(MAGIC):]
+    first.write_bytes(data)
+    log = FileEventLog(first, readonly=True)
+    assert log.last_seq == 2
+    assert "expected 3" in log.recovered.detail
