@@ -10,9 +10,15 @@ from events.projections.base import Projection
 
 
 class Message(msgspec.Struct, kw_only=True):
+    """Text kept as its streamed parts: appending stays O(1) however long a reply grows."""
+
     message_id: str
     role: str  # user | assistant | thought | system | tool
-    text: str = ""
+    parts: list[str] = msgspec.field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
 
 
 class TranscriptState(msgspec.Struct):
@@ -30,9 +36,9 @@ def _append(state: TranscriptState, stream: str, message_id: str, role: str, tex
     at = index.get(key)
     if at is None:
         index[key] = len(messages)
-        messages.append(Message(message_id=message_id, role=role, text=text))
+        messages.append(Message(message_id=message_id, role=role, parts=[text]))
     else:
-        messages[at].text += text
+        messages[at].parts.append(text)
 
 
 def _input(state: TranscriptState, env: Envelope) -> None:
