@@ -19,6 +19,7 @@ import trio
 
 from actors.agent.script import Script, load_script
 from actors.bindings.inproc import InprocConnector
+from actors.bindings.stream_json.connector import StreamJsonConnector
 from actors.connection import AgentSpec, Connector
 from actors.ids import IdSource, RandomIds
 from actors.manifest import (
@@ -163,7 +164,10 @@ class Orchestrator:
         self.ids = ids
         self.state: State = initial_state()
         self._changed = trio.Event()
-        self.connectors: dict[str, Connector] = {"inproc": InprocConnector()}
+        self.connectors: dict[str, Connector] = {
+            "inproc": InprocConnector(),
+            "stream-json": StreamJsonConnector(),
+        }
 
     async def _project(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
         subscription = self.log.subscribe(self.state.last_seq + 1)

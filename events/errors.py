@@ -57,8 +57,10 @@ STRING_CODES: dict[str, str] = {
 
 TRIO_CAP_CODES: dict[str, str] = {
     "agent_died": "The agent process or in-process brain ended without a terminal event",
+    "agent_error": "The agent reported an error that has no CAP code",
     "internal_error": "trio-cap itself failed while driving the session",
     "invalid_state": "A command arrived that the session's state does not accept",
+    "max_turns": "The agent stopped because it reached its max_turns limit",
     "unknown_ask": "An answer named an ask_id the session is not waiting on",
     "permission_denied": "A tool call was refused by the permission policy or a human",
     "script_error": "The scripted brain's script file is invalid",

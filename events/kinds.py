@@ -119,6 +119,22 @@ class BindingFallback(Event, tag="binding.fallback"):
     reason: str
 
 
+class AgentRaw(Event, tag="agent.raw"):
+    """Agent output that maps to no CAP event, kept verbatim so the log loses nothing.
+
+    Unknown frame types, a duplicate turn end, a withdrawn permission prompt,
+    control requests trio-cap does not serve, and the agent's stderr: none has
+    a CAP meaning, but a replay or a bug report needs them.  ``text`` is capped
+    by the driver; ``truncated`` counts the bytes it dropped.
+    """
+
+    binding: str
+    reason: str
+    text: str
+    source: Literal["stdout", "stderr"] = "stdout"
+    truncated: int = 0
+
+
 class LogRecovered(Event, tag="log.recovered"):
     """Written when a file log was reopened after a torn or corrupt tail."""
 
@@ -327,6 +343,7 @@ LIFECYCLE_EVENTS: tuple[type[Event], ...] = (
     SessionWarning,
     BindingFallback,
     LogRecovered,
+    AgentRaw,
 )
 COMMAND_EVENTS: tuple[type[Event], ...] = (
     InputInjected,
@@ -373,6 +390,7 @@ AnyEvent = (
     | SessionWarning
     | BindingFallback
     | LogRecovered
+    | AgentRaw
     | InputInjected
     | CancelRequested
     | PermissionDecided

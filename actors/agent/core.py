@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
@@ -61,16 +61,36 @@ from events.kinds import (
 Emitted = Event | TurnEnded
 Emit = Callable[[Sequence[Emitted]], Awaitable[None]]
 
+UPDATED_INPUT = "cap.updated_input"
+"""``_meta`` key of a ``cap.permission.response`` that allows the call with a rewritten input
+(stream-json's ``updatedInput``): the tool runs with that input instead of its own."""
+
+
+class TurnHooks(Protocol):
+    """Work a binding wants done around every turn (e.g. the workspace diff artifact)."""
+
+    async def before_turn(self, cwd: str, turn: int) -> None: ...
+
+    async def after_turn(self, cwd: str, turn: int) -> Sequence[Event]:
+        """Events to add to the turn, before its ``cap.usage``."""
+        ...
+
 
 class _TurnFailed(Exception):
     pass
 
 
+class _MaxTurns(Exception):
+    """The turn used its ``max_turns`` round trips (one per tool result)."""
+
+
 class AgentCore:
-    def __init__(self, brain: ScriptedBrain, emit: Emit, *, session_id: str = "cap-agent") -> None:
+    def __init__(self, brain: ScriptedBrain, emit: Emit, *, session_id: str = "cap-agent",
+                 turn_hooks: TurnHooks | None = None) -> None:
         self.brain = brain
         self._emit = emit
         self.session_id = session_id
+        self.turn_hooks = turn_hooks
         self.config: SessionConfig | None = None
         self._out: list[Emitted] = []
         self._turn_no = 0
@@ -79,6 +99,9 @@ class AgentCore:
         self._counters: dict[str, int] = {}
         self._words_out = 0
         self._reported: list[Report] = []
+        self._tool_calls = 0
+        self._queued = 0  # prompts received, not yet started
+        self._cancel_next = False
 
     # ---- plumbing ---------------------------------------------------------
     def _id(self, prefix: str) -> str:
@@ -114,6 +137,7 @@ class AgentCore:
             async with turn_send:
                 async for frame in frames:
                     if isinstance(frame, UserInputInject):
+                        self._queued += 1
                         turn_send.send_nowait(frame.text)
                     elif isinstance(frame, Cancel):
                         if frame.scope == "session":
@@ -121,6 +145,9 @@ class AgentCore:
                             return
                         if self._turn_scope is not None:
                             self._turn_scope.cancel()
+                        elif self._queued:
+                            # the prompt arrived but its turn has not started: cancel it at once
+                            self._cancel_next = True
                     elif isinstance(frame, PermissionResponse | AskUserAnswer):
                         self._deliver(frame, nursery)
                     elif isinstance(frame, SessionConfig):
@@ -162,19 +189,33 @@ class AgentCore:
         self._turn_no += 1
         self._words_out = 0
         self._reported = []
+        self._tool_calls = 0
         started = trio.current_time()
         stop: StopReason = "end_turn"
+        if self.turn_hooks is not None:
+            await self.turn_hooks.before_turn(self.cwd, self._turn_no)
+        self._queued -= 1  # only now: a cancel during the hook must still reach this turn
+        cancelled_early, self._cancel_next = self._cancel_next, False
         with trio.CancelScope() as scope:
             self._turn_scope = scope
             try:
-                for step in self.brain.steps_for(prompt):
+                if self._turn_no == 1 and self.config and self.config.system_prompt:
+                    # a scripted brain cannot obey instructions; it shows it received them
+                    self._out.append(Thought(message_id=f"thought_{self._turn_no}",
+                                             text=f"System prompt: {self.config.system_prompt}"))
+                for step in [] if cancelled_early else self.brain.steps_for(prompt):
                     await self._step(step)
             except _TurnFailed:
                 stop = "error"
+            except _MaxTurns:
+                stop = "tool_use"  # as Claude Code reports a max-turns stop
         self._turn_scope = None
-        if scope.cancelled_caught:
+        if scope.cancelled_caught or cancelled_early:
             stop = "cancelled"
-        self._out.append(self._usage(prompt, stop, started))
+        usage = self._usage(prompt, stop, started)
+        if self.turn_hooks is not None:
+            self._out.extend(await self.turn_hooks.after_turn(self.cwd, self._turn_no))
+        self._out.append(usage)
         self._out.append(TurnEnded(stop))
         await self._flush()
 
@@ -226,15 +267,15 @@ class AgentCore:
                 self._out.append(Plan(entries=tuple(_entries(step.plan))))
             case Write():
                 await self._tool("Write", {"path": step.write, "content": step.content}, "write",
-                                 lambda: tools.write_file(self.cwd, step.write, step.content))
+                                 lambda i: tools.write_file(self.cwd, i["path"], i["content"]))
             case Edit():
                 await self._tool("Edit", {"path": step.edit, "old": step.old, "new": step.new},
-                                 "write", lambda: tools.edit_file(self.cwd, step.edit, step.old,
-                                                                  step.new))
+                                 "write", lambda i: tools.edit_file(self.cwd, i["path"], i["old"],
+                                                                    i["new"]))
             case Run():
                 await self._run(step)
             case Tool():
-                await self._tool(step.tool, step.input, step.scope, lambda: step.output,
+                await self._tool(step.tool, step.input, step.scope, lambda _i: step.output,
                                  risk=step.risk, ask=step.needs_permission)
             case Ask():
                 await self._ask(step)
@@ -265,61 +306,82 @@ class AgentCore:
         self._words_out += step.burst
 
     async def _permitted(self, tool: str, intent: dict[str, Any], scope: str,
-                         risk: str | None) -> tuple[bool, str]:
+                         risk: str | None) -> tuple[bool, dict[str, Any] | None]:
+        """Whether the call may run, and the input it must run with when the reply rewrote it."""
         assert self.config is not None
         if self.config.permission_mode == "none":
-            return True, ""
+            return True, None
         req_id = self._id("perm")
         level = risk or infer_risk(tool, intent, scope, self.cwd)
         self._out.append(PermissionRequest(req_id=req_id, tool=tool, intent=intent,
                                            scope=scope, risk_level=level))  # type: ignore[arg-type]
         reply: PermissionResponse = await self._await_reply(req_id)
-        return reply.decision != "deny", reply.decision
+        updated = (reply.meta or {}).get(UPDATED_INPUT)
+        return reply.decision != "deny", updated if isinstance(updated, dict) else None
 
-    async def _tool(self, name: str, intent: dict[str, Any], scope: str, action,
+    def _round_trip(self) -> None:
+        """A tool result costs a model round trip; ``max_turns`` bounds them per turn."""
+        self._tool_calls += 1
+        limit = self.config.max_turns if self.config else None
+        if limit is not None and self._tool_calls >= limit:
+            raise _MaxTurns
+
+    async def _tool(self, name: str, intent: dict[str, Any], scope: str,
+                    action: Callable[[dict[str, Any]], Any],
                     *, risk: str | None = None, ask: bool = True) -> str | None:
         call_id = self._id("call")
         self._out.append(ToolCallStart(call_id=call_id, name=name, input=intent))
         started = trio.current_time()
         if ask:
-            allowed, _ = await self._permitted(name, intent, scope, risk)
+            allowed, updated = await self._permitted(name, intent, scope, risk)
             if not allowed:
                 what = intent.get("path") or intent.get("command") or name
                 self._out.append(ToolCallEnd(call_id=call_id, output="permission denied",
                                              is_error=True))
+                self._round_trip()
                 self._say(f"Permission to use {name} on {what} was denied, so I did not do it.")
                 return None
+            if updated is not None:
+                intent = updated
         try:
-            result = action()
+            try:
+                result = action(intent)
+            except (KeyError, TypeError, AttributeError) as exc:  # a rewritten input gone wrong
+                raise tools.ToolError(f"invalid input for {name}: {exc!r}") from None
             if isinstance(result, Awaitable):
                 result = await result
         except tools.ToolError as exc:
             self._out.append(ToolCallEnd(call_id=call_id, output=str(exc), is_error=True,
                                          duration_ms=_ms(started)))
+            self._round_trip()
             self._say(f"{name} failed: {exc}")
             return None
         self._out.append(ToolCallEnd(call_id=call_id, output=str(result),
                                      duration_ms=_ms(started)))
+        self._round_trip()
         if name in ("Write", "Edit"):
             self._say(f"{result[0].upper()}{result[1:]}.")
         return str(result)
 
     async def _run(self, step: Run) -> None:
-        box: list[tuple[int | None, str]] = []
+        box: list[tuple[str, int | None, str]] = []
 
-        async def action() -> str:
-            code, output = await tools.run_command(self.cwd, step.run, step.timeout)
-            box.append((code, output))
+        async def action(intent: dict[str, Any]) -> str:
+            command = intent.get("command")
+            if not isinstance(command, str):
+                raise tools.ToolError("invalid input for Bash: command must be text")
+            code, output = await tools.run_command(self.cwd, command, step.timeout)
+            box.append((command, code, output))
             return output
 
         await self._flush()
         result = await self._tool("Bash", {"command": step.run}, "execute", action)
         if result is None or not box:
             return
-        code, output = box[0]
+        command, code, output = box[0]
         status = "timed out" if code is None else f"exited {code}"
         body = output.rstrip("\n") or "(no output)"
-        self._say(f"`{step.run}` {status}:\n{body}")
+        self._say(f"`{command}` {status}:\n{body}")
 
     async def _ask(self, step: Ask) -> None:
         ask_id = self._id("ask")

@@ -25,6 +25,7 @@ from actors.cli.common import (  # noqa: F401 - re-exported for command modules
 COMMAND_MODULES = (
     "actors.cli.run_cmd",
     "actors.cli.log_cmd",
+    "actors.cli.agent_cmd",
     "actors.cli.manifest_cmd",
     "actors.cli.model_cmd",
     "actors.cli.peers_cmd",

@@ -1,0 +1,261 @@
+"""The Trio shell of the stream-json agent side: stdin, stdout, the event log and the core.
+
+Everything that changes the machine goes through one inbox and one pump task —
+stdin chunks, the core's event batches, timer ticks — so the machine is only
+ever touched by that task, the log sees one appender, and stdout gets one
+write per inbox message (every frame an input produced, batched).  stdin is
+read by its own task, concurrently with the turn, because interrupts and
+permission answers arrive while the core is working.  The core is trio-cap's
+scripted brain, the same :class:`~actors.agent.core.AgentCore` the ``inproc``
+binding runs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
+import trio
+
+from actors import __version__
+from actors.agent.brain import ScriptedBrain
+from actors.agent.core import AgentCore, Emitted
+from actors.agent.script import Script
+from actors.agent.workspace import WorkspaceDiffs
+from actors.bindings.stream_json.agent_argv import AgentOptions
+from actors.bindings.stream_json.agent_side import (
+    AgentSide,
+    Deliver,
+    Effect,
+    Finish,
+    Note,
+    ReadTranscript,
+    Record,
+    Send,
+    SetModel,
+)
+from actors.connection import TurnEnded
+from events.envelope import Envelope
+from events.kinds import Event
+from events.log.base import EventLog
+
+_READ = 1 << 16
+
+
+class _Pipe:
+    """One end of stdio: a non-blocking FdStream for pipes and sockets, a worker thread
+    for terminals and files (epoll refuses regular files, and a terminal is shared)."""
+
+    def __init__(self, fd: int) -> None:
+        mode = os.fstat(fd).st_mode
+        self.fd = fd
+        self.stream: trio.lowlevel.FdStream | None = None
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+            self.stream = trio.lowlevel.FdStream(os.dup(fd))
+
+    async def receive_some(self) -> bytes:
+        if self.stream is not None:
+            return await self.stream.receive_some(_READ)
+        return await trio.to_thread.run_sync(os.read, self.fd, _READ, abandon_on_cancel=True)
+
+    async def send_all(self, data: bytes) -> None:
+        if self.stream is not None:
+            await self.stream.send_all(data)
+            return
+        await trio.to_thread.run_sync(_write_all, self.fd, data)
+
+    async def aclose(self) -> None:
+        if self.stream is not None:
+            await self.stream.aclose()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+class AgentShell:
+    def __init__(self, options: AgentOptions, log: EventLog, *, script: Script | None = None,
+                 session_id: str | None = None, stdin_fd: int = 0, stdout_fd: int = 1,
+                 notes: Callable[[str], None] | None = None) -> None:
+        self.options = options
+        self.log = log
+        self.script = script or Script()
+        self.session_id = session_id or options.session_id or str(uuid.uuid4())
+        self.machine = AgentSide(options, session_id=self.session_id,
+                                 default_model=self.script.model, pid=os.getpid(),
+                                 agent_version=__version__)
+        self._stdin_fd = stdin_fd
+        self._stdout_fd = stdout_fd
+        self._note = notes or (lambda text: print(f"cap-agent: {text}", file=sys.stderr))
+        self._out = bytearray()
+        self._first_seq: int | None = None
+        self._exit: int | None = None
+        self._frames_send, self._frames_recv = trio.open_memory_channel[Event](64)
+        self._inbox_send, self._inbox = trio.open_memory_channel[tuple[str, Any]](16)
+        exclude = [options.log] if options.log else []
+        self.hooks = WorkspaceDiffs(exclude=exclude) if options.workspace_diff else None
+        self.core = AgentCore(ScriptedBrain(self.script), self._emit,
+                              session_id=self.session_id, turn_hooks=self.hooks)
+
+    # ---- the core's side ------------------------------------------------------------
+    async def _emit(self, batch: Sequence[Emitted]) -> None:
+        await self._inbox_send.send(("core", list(batch)))
+
+    async def _run_core(self) -> None:
+        try:
+            await self.core.run(self._frames_recv)
+        except Exception as exc:  # a crashed brain fails the turn, not the process
+            await self._inbox_send.send(("core_failed", f"the scripted brain crashed: {exc!r}"))
+
+    # ---- stdin and the timer -------------------------------------------------------------
+    async def _read_stdin(self, pipe: _Pipe) -> None:
+        while True:
+            try:
+                data = await pipe.receive_some()
+            except (OSError, trio.ClosedResourceError, trio.BrokenResourceError):
+                data = b""
+            if not data:
+                await self._inbox_send.send(("eof", None))
+                return
+            await self._inbox_send.send(("data", data))
+
+    async def _tick(self, seconds: float) -> None:
+        while True:
+            await trio.sleep(seconds)
+            await self._inbox_send.send(("tick", None))
+
+    async def _signals(self, cancel: trio.CancelScope) -> None:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+            async for _ in signals:
+                self._note("terminated; closing the log")
+                self._exit = 143
+                cancel.cancel()
+                return
+
+    # ---- effects ------------------------------------------------------------------------
+    async def _apply(self, effects: list[Effect]) -> None:
+        for effect in effects:
+            match effect:
+                case Send():
+                    self._out += effect.data
+                case Record():
+                    envs = await self._append(effect.events, cause=None)
+                    await self._apply(self.machine.logged(envs, effect.after))
+                case Deliver():
+                    for frame in effect.frames:
+                        await self._frames_send.send(frame)
+                case SetModel():
+                    if self.core.config is not None:
+                        self.core.config = msgspec.structs.replace(self.core.config,
+                                                                   model=effect.model)
+                case ReadTranscript():
+                    envs = (self.log.read(self._first_seq, self.session_id)
+                            if self._first_seq is not None else [])
+                    await self._apply(self.machine.transcript_ready(envs, effect.artifact_id))
+                case Finish():
+                    self._exit = effect.exit_code
+                case Note():
+                    self._note(effect.text)
+
+    async def _append(self, events: Sequence[Event], cause: int | None) -> list[Envelope]:
+        if not events:
+            return []
+        last = await self.log.append(events, stream=self.session_id, cause=cause)
+        first = last - len(events) + 1
+        if self._first_seq is None:
+            self._first_seq = first
+        return self.log.read(first, until=last)
+
+    async def _core_batch(self, items: list[Emitted]) -> None:
+        events: list[Event] = []
+        for item in items:
+            if isinstance(item, TurnEnded):
+                if events:
+                    envs = await self._append(events, self.machine.cause)
+                    await self._apply(self.machine.logged(envs))
+                    events = []
+                await self._apply(self.machine.turn_ended(item.stop_reason))
+            else:
+                events.append(item)
+        if events:
+            envs = await self._append(events, self.machine.cause)
+            await self._apply(self.machine.logged(envs))
+
+    # ---- the pump ----------------------------------------------------------------------------
+    async def run(self) -> int:
+        """Serve until stdin ends and the last turn is answered; the exit code."""
+        stdout = _Pipe(self._stdout_fd)
+        stdin = _Pipe(self._stdin_fd) if self.options.input_format != "text" else None
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._run_core)
+                nursery.start_soon(self._signals, nursery.cancel_scope)
+                if self.options.diff_interval > 0:
+                    nursery.start_soon(self._tick, self.options.diff_interval)
+                if self.options.input_format == "text":
+                    await self._apply(await self._text_prompt())
+                else:
+                    assert stdin is not None
+                    nursery.start_soon(self._read_stdin, stdin)
+                await self._flush(stdout)
+                while self._exit is None:
+                    kind, payload = await self._inbox.receive()
+                    await self._dispatch(kind, payload)
+                    await self._flush(stdout)
+                nursery.cancel_scope.cancel()
+        except trio.BrokenResourceError:
+            self._note("stdout closed by the client")
+            self._exit = 1
+        finally:
+            with trio.CancelScope(shield=True):
+                await stdout.aclose()
+                if stdin is not None:
+                    await stdin.aclose()
+                if self.hooks is not None:
+                    self.hooks.close()
+        return self._exit if self._exit is not None else 1
+
+    async def _dispatch(self, kind: str, payload: Any) -> None:
+        if kind == "data":
+            await self._apply(self.machine.receive_data(payload))
+        elif kind == "eof":
+            await self._apply(self.machine.receive_eof())
+        elif kind == "core":
+            await self._core_batch(payload)
+        elif kind == "tick":
+            await self._apply(self.machine.tick())
+        elif kind == "core_failed":
+            await self._apply(self.machine.core_failed(payload))
+
+    async def _text_prompt(self) -> list[Effect]:
+        prompt = self.options.prompt
+        if prompt is None:
+            chunks = []
+            pipe = _Pipe(self._stdin_fd)
+            while data := await pipe.receive_some():
+                chunks.append(data)
+            await pipe.aclose()
+            prompt = b"".join(chunks).decode(errors="replace")
+        return self.machine.user_text(prompt) + self.machine.receive_eof()
+
+    async def _flush(self, stdout: _Pipe) -> None:
+        if self._out:
+            data, self._out = bytes(self._out), bytearray()
+            await stdout.send_all(data)
+
+
+async def serve(options: AgentOptions, log: EventLog, *, script: Script | None = None,
+                session_id: str | None = None) -> int:
+    """Speak stream-json on this process's stdio until stdin ends; returns the exit code."""
+    async with log:
+        return await AgentShell(options, log, script=script, session_id=session_id).run()
+
+

@@ -1,0 +1,598 @@
+"""The stream-json driver, sans-io: CLI stdout bytes → CAP events, CAP frames → stdin bytes.
+
+Modelled on h11: no processes, pipes, clocks or randomness (uuids come from
+an injected factory), so the same bytes always give the same events and a
+recorded session can be replayed through it.  The Trio shell
+(:mod:`actors.bindings.stream_json.connector`) only moves bytes.
+
+What it takes care of, each a trap real Claude Code sets (stream-json.md §3, §7):
+
+* with partial messages on, text/thinking come from ``stream_event`` deltas
+  and the full ``assistant`` frame (which arrives *before* its block's
+  ``content_block_stop``) only confirms or completes them — never doubled;
+* ``system/init`` is re-sent every turn: kept once, changes kept, repeats dropped;
+* every prompt carries a uuid and a ``result`` closes the uuids it lists
+  (queued prompts are merged into one turn), so a second ``result`` for the
+  same turn — a shipped bug — never ends a turn twice;
+* ``total_cost_usd`` is a running total: each turn's cost is its delta;
+* ``can_use_tool`` prompts become ``cap.permission.request`` with trio-cap's
+  own risk inference, and a ``control_cancel_request`` withdraws one;
+* broken and spliced lines are handled by :class:`LineDecoder`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from collections.abc import Callable
+from itertools import count
+from typing import Any
+
+import attrs
+import msgspec
+
+from actors.bindings.stream_json import frames as f
+from actors.bindings.stream_json.driver_frames import (
+    CommandLifecycle,
+    DriverAssistant,
+    DriverResult,
+    DriverSystem,
+    Prompt,
+    PromptMessage,
+)
+from actors.bindings.stream_json.driver_lines import MAX_LINE, BadLine, Decoded, LineDecoder
+from actors.bindings.stream_json.driver_rules import error_code, tool_scope
+from actors.connection import TurnEnded
+from actors.risk import infer_risk
+from events.kinds import (
+    AgentRaw,
+    Artifact,
+    AskUserAnswer,
+    Cancel,
+    CapError,
+    CapSessionReady,
+    Event,
+    PermissionRequest,
+    PermissionResponse,
+    SessionConfig,
+    StopReason,
+    TextChunk,
+    Thought,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+    UserInputInject,
+)
+
+BINDING = "stream-json"
+RAW_LIMIT = 64 * 1024
+"""Bytes of an unmapped line kept in the log (the rest is counted, not stored)."""
+
+
+@attrs.frozen
+class ToAgent:
+    """Bytes the shell must write to the agent's stdin on the machine's own account."""
+
+    data: bytes
+
+
+Output = Event | TurnEnded | ToAgent
+
+
+class DriverState(enum.Enum):
+    NEW = "new"
+    INITIALIZING = "initializing"
+    READY = "ready"
+    FAILED = "failed"
+    CLOSED = "closed"
+
+
+_STOP_REASONS: frozenset[str] = frozenset({"end_turn", "max_tokens", "tool_use", "stop_sequence"})
+_QUIET_SYSTEM = frozenset({
+    "status", "thinking_tokens", "session_state_changed", "permission_denied", "hook_started",
+    "hook_response", "task_started", "task_progress", "task_notification", "task_updated",
+    "compact_boundary", "cap.transcript_diff",
+})
+"""Known ``system`` subtypes with nothing for CAP: dropped, not kept raw."""
+
+
+@attrs.define
+class _Block:
+    """One streamed content block: what was received and how much of it was emitted."""
+
+    type: str
+    text: str = ""
+    emitted: int = 0
+    tool_id: str | None = None
+    tool_name: str | None = None
+    partial_json: str = ""
+
+
+@attrs.define
+class _Pending:
+    input: dict[str, Any]
+    suggestions: list[dict[str, Any]] | None
+
+
+def _raw(reason: str, data: bytes, source: str = "stdout") -> AgentRaw:
+    text = data[:RAW_LIMIT].decode("utf-8", errors="replace")
+    return AgentRaw(binding=BINDING, reason=reason, text=text, source=source,  # type: ignore[arg-type]
+                    truncated=max(0, len(data) - RAW_LIMIT))
+
+
+def _result_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for item in content:
+        if isinstance(item, dict) and item.get("type") == "text":
+            parts.append(str(item.get("text", "")))
+    return "".join(parts)
+
+
+class StreamJsonDriver:
+    """One driven stream-json agent process, as a state machine.
+
+    ``session_id`` is the agent session the shell asked for (``--session-id``
+    / ``--resume``), reported in ``cap.session.ready``; ``new_uuid`` stamps
+    prompts; ``cwd`` anchors the risk inference of paths.
+    """
+
+    def __init__(self, *, new_uuid: Callable[[], str], session_id: str | None = None,
+                 cwd: str | None = None, max_line: int = MAX_LINE) -> None:
+        self.state = DriverState.NEW
+        self.session_id = session_id
+        self.cwd = cwd
+        self.model: str | None = None
+        self.agent_version: str | None = None
+        self.handshake_error: str | None = None
+        self._new_uuid = new_uuid
+        self._request_ids = count(1)
+        self._init_request: str | None = None
+        self._lines = LineDecoder(max_line)
+        self._pending_turns: deque[str] = deque()
+        self._finished: deque[str] = deque(maxlen=256)
+        self._sent: set[str] = set()
+        self._interrupting = False
+        self._turn_error_reported = False
+        self._last_total_cost = 0.0
+        self._last_result_key: tuple[Any, ...] | None = None
+        self._last_result_uuid: str | None = None
+        self._init_key: tuple[Any, ...] | None = None
+        self._blocks: dict[str, list[_Block]] = {}  # message id → streamed blocks, in order
+        self._by_index: dict[tuple[str, int], _Block] = {}
+        self._confirmed: dict[str, int] = {}  # message id → assistant blocks seen
+        self._current_message: str | None = None
+        self._tools_started: set[str] = set()
+        self._permissions: dict[str, _Pending] = {}
+
+    # ---- state ------------------------------------------------------------
+    @property
+    def turn_running(self) -> bool:
+        return bool(self._pending_turns)
+
+    @property
+    def pending_permissions(self) -> frozenset[str]:
+        return frozenset(self._permissions)
+
+    def _request_id(self, what: str) -> str:
+        return f"req_{next(self._request_ids)}_{what}"
+
+    # ---- host → agent -----------------------------------------------------
+    def initialize(self) -> bytes:
+        """The first frame: the ``initialize`` control request whose answer means ready."""
+        if self.state is not DriverState.NEW:
+            raise RuntimeError(f"initialize sent twice (state {self.state.value})")
+        self.state = DriverState.INITIALIZING
+        self._init_request = self._request_id("init")
+        return f.encode_line(f.ControlRequest(request_id=self._init_request,
+                                              request={"subtype": "initialize", "hooks": None}))
+
+    def send(self, frame: Event) -> bytes:
+        """Encode one orchestrator → agent CAP frame ('' when it needs no bytes)."""
+        if isinstance(frame, UserInputInject):
+            return self._user(frame)
+        if isinstance(frame, PermissionResponse):
+            return self._permission_response(frame)
+        if isinstance(frame, Cancel):
+            return self._interrupt() if frame.scope == "current_turn" else b""
+        if isinstance(frame, SessionConfig | AskUserAnswer):
+            # The config went into the argv at spawn; Claude Code asks through tools.
+            return b""
+        return b""
+
+    def _user(self, frame: UserInputInject) -> bytes:
+        uuid = self._new_uuid()
+        self._pending_turns.append(uuid)
+        self._sent.add(uuid)
+        blocks = frame.content
+        content: str | list[f.ContentBlock]
+        if all(b.type == "text" for b in blocks):
+            content = "".join(b.text for b in blocks)
+        else:
+            content = [f.TextBlock(text=b.text) for b in blocks if b.type == "text"]
+        return f.encode_line(Prompt(message=PromptMessage(content=content), uuid=uuid))
+
+    def _permission_response(self, frame: PermissionResponse) -> bytes:
+        pending = self._permissions.pop(frame.req_id, None)
+        if pending is None:
+            return b""  # withdrawn by the agent, or never ours: answering would confuse it
+        result: f.PermissionResult
+        if frame.decision == "deny":
+            result = f.PermissionDeny(message="The user denied this tool call (trio-cap).")
+        else:
+            updates = None
+            if frame.decision == "allow_always" and pending.suggestions:
+                # Keep "always" to this session; never write the user's settings files.
+                updates = [{**s, "destination": "session"} for s in pending.suggestions]
+            result = f.PermissionAllow(updated_input=pending.input, updated_permissions=updates)
+        body = f.ResponseBody(subtype="success", request_id=frame.req_id,
+                              response=msgspec.to_builtins(result))
+        return f.encode_line(f.ControlResponse(response=body))
+
+    def _interrupt(self) -> bytes:
+        if not self._pending_turns or self._interrupting:
+            return b""
+        self._interrupting = True
+        return f.encode_line(f.ControlRequest(request_id=self._request_id("interrupt"),
+                                              request={"subtype": "interrupt"}))
+
+    def close(self) -> None:
+        self.state = DriverState.CLOSED
+
+    # ---- agent → host -----------------------------------------------------
+    def receive_data(self, data: bytes) -> list[Output]:
+        return self._items(self._lines.feed(data))
+
+    def receive_eof(self) -> list[Output]:
+        out = self._items(self._lines.eof())
+        self.state = DriverState.CLOSED
+        return out
+
+    def _items(self, items: list[Any]) -> list[Output]:
+        out: list[Output] = []
+        for item in items:
+            if type(item) is Decoded:
+                self._frame(item.frame, item.raw, out)
+            elif type(item) is BadLine:
+                size = item.size or len(item.raw)
+                out.append(CapError(
+                    code="parse_failed", message=f"unreadable line from the agent: {item.reason}",
+                    details={"raw": item.raw[:RAW_LIMIT].decode("utf-8", errors="replace"),
+                             "size": size}))
+            else:
+                out.append(_raw(item.reason, item.raw))
+        return out
+
+    def _frame(self, frame: Any, raw: bytes, out: list[Output]) -> None:
+        kind = type(frame)
+        if kind is f.StreamEvent:
+            self._stream_event(frame, out)
+        elif kind is DriverAssistant:
+            self._assistant(frame, out)
+        elif kind is f.User:
+            self._user_frame(frame, out)
+        elif kind is DriverResult:
+            self._result(frame, raw, out)
+        elif kind is DriverSystem:
+            self._system(frame, raw, out)
+        elif kind is f.ControlRequest:
+            self._control_request(frame, raw, out)
+        elif kind is f.ControlResponse:
+            self._control_response(frame, raw, out)
+        elif kind is f.ControlCancelRequest:
+            if self._permissions.pop(frame.request_id, None) is not None:
+                out.append(_raw("permission_withdrawn", raw))
+        elif kind is f.RateLimitEvent:
+            status = str(frame.rate_limit_info.get("status", ""))
+            if status == "rejected":
+                out.append(CapError(code="rate_limit", message="the agent's rate limit was hit",
+                                    retryable=True, details=frame.rate_limit_info))
+        elif kind is CommandLifecycle or kind is f.KeepAlive:
+            pass
+        else:
+            out.append(_raw("unhandled_frame", raw))
+
+    # -- text, thinking and tool calls --
+    def _stream_event(self, frame: f.StreamEvent, out: list[Output]) -> None:
+        ev = frame.event
+        kind = type(ev)
+        if kind is f.MessageStart:
+            self._current_message = ev.message.id
+            self._blocks.setdefault(ev.message.id, [])
+            return
+        msg = self._current_message
+        if msg is None:
+            return
+        meta = _sub_meta(frame.parent_tool_use_id)
+        if kind is f.ContentBlockDelta:
+            block = self._by_index.get((msg, ev.index))
+            if block is None:
+                return
+            delta = ev.delta
+            dkind = type(delta)
+            if dkind is f.TextDelta:
+                block.text += delta.text
+                self._emit_block(msg, block, out, meta)
+            elif dkind is f.ThinkingDelta:
+                block.text += delta.thinking
+                self._emit_block(msg, block, out, meta)
+            elif dkind is f.InputJsonDelta:
+                block.partial_json += delta.partial_json
+        elif kind is f.ContentBlockStart:
+            cb = ev.content_block
+            block = _Block(type=cb.__struct_config__.tag)  # type: ignore[arg-type]
+            if isinstance(cb, f.ToolUseBlock | f.ServerToolUseBlock):
+                block.tool_id, block.tool_name = cb.id, cb.name
+            self._blocks.setdefault(msg, []).append(block)
+            self._by_index[(msg, ev.index)] = block
+        elif kind is f.ContentBlockStop:
+            block = self._by_index.get((msg, ev.index))
+            if block is not None and block.tool_id and block.tool_id not in self._tools_started:
+                # No assistant frame confirmed it (an older CLI): start from the streamed input.
+                try:
+                    args = msgspec.json.decode(block.partial_json or "{}")
+                except msgspec.DecodeError:
+                    args = {"_partial_json": block.partial_json}
+                self._start_tool(block.tool_id, block.tool_name or "", args, out, meta)
+
+    def _emit_block(self, msg: str, block: _Block, out: list[Output],
+                    meta: dict[str, Any] | None) -> None:
+        if len(block.text) <= block.emitted:
+            return
+        piece = block.text[block.emitted:]
+        block.emitted = len(block.text)
+        if block.type == "thinking":
+            out.append(Thought(message_id=msg, text=piece, meta=meta))
+        else:
+            out.append(TextChunk(message_id=msg, text=piece, meta=meta))
+
+    def _assistant(self, frame: DriverAssistant, out: list[Output]) -> None:
+        message = frame.message
+        if frame.is_api_error_message or frame.error:
+            text = "".join(b.text for b in message.content if isinstance(b, f.TextBlock))
+            self._turn_error_reported = True
+            code = error_code(frame.api_error_status, f"{frame.error or ''} {text}")
+            out.append(CapError(code=code, message=text or str(frame.error),
+                                retryable=code in ("rate_limit", "model_unavailable"),
+                                details={"status": frame.api_error_status,
+                                         "type": frame.api_error_type or frame.error}))
+            return
+        if message.model and message.model != "<synthetic>":
+            self.model = message.model
+        msg = message.id
+        streamed = self._blocks.get(msg, [])
+        meta = _sub_meta(frame.parent_tool_use_id)
+        for content in message.content:
+            k = self._confirmed.get(msg, 0)
+            self._confirmed[msg] = k + 1
+            known = streamed[k] if k < len(streamed) else None
+            if isinstance(content, f.TextBlock | f.ThinkingBlock):
+                full = content.text if isinstance(content, f.TextBlock) else content.thinking
+                kind = "text" if isinstance(content, f.TextBlock) else "thinking"
+                block = known if known is not None and known.type == kind else _Block(type=kind)
+                # Complete what the deltas missed; never repeat what they gave.
+                if full.startswith(block.text[:block.emitted]):
+                    block.text = full
+                    self._emit_block(msg, block, out, meta)
+            elif isinstance(content, f.ToolUseBlock | f.ServerToolUseBlock):
+                self._start_tool(content.id, content.name, content.input, out, meta)
+
+    def _start_tool(self, call_id: str, name: str, args: dict[str, Any], out: list[Output],
+                    meta: dict[str, Any] | None) -> None:
+        if call_id in self._tools_started:
+            return
+        self._tools_started.add(call_id)
+        out.append(ToolCallStart(call_id=call_id, name=name, input=args, meta=meta))
+
+    def _user_frame(self, frame: f.User, out: list[Output]) -> None:
+        content = frame.message.content
+        meta = _sub_meta(frame.parent_tool_use_id)
+        if isinstance(content, str):
+            notices = [content]
+        else:
+            notices = []
+            for block in content:
+                if isinstance(block, f.ToolResultBlock):
+                    out.append(ToolCallEnd(call_id=block.tool_use_id,
+                                           output=_result_text(block.content),
+                                           is_error=bool(block.is_error), meta=meta))
+                elif isinstance(block, f.TextBlock):
+                    notices.append(block.text)
+        if notices and frame.uuid not in self._sent:
+            # Interrupt notices, local command output: the agent speaking as the system.
+            out.append(TextChunk(message_id=frame.uuid or "user", text="\n".join(notices),
+                                 channel="system", meta=meta))
+
+    # -- end of turn --
+    def _result(self, frame: DriverResult, raw: bytes, out: list[Output]) -> None:
+        live = self._closes(frame)
+        if not live:
+            out.append(_raw("duplicate_result", raw))
+            return
+        for uuid in live:
+            self._pending_turns.remove(uuid)
+            self._finished.append(uuid)
+        self._last_result_key = _result_key(frame)
+        self._last_result_uuid = frame.uuid
+        stop: StopReason = frame.stop_reason if frame.stop_reason in _STOP_REASONS else "end_turn"  # type: ignore[assignment]
+        aborted = (frame.subtype == "error_during_execution"
+                   or (frame.terminal_reason or "").startswith("aborted"))
+        interrupted = self._interrupting and aborted
+        if interrupted:
+            stop = "cancelled"
+        elif frame.is_error or frame.subtype != "success":
+            stop = "error"
+            error = self._result_error(frame)
+            if error is not None:
+                out.append(error)
+        out.append(self._usage(frame, stop))
+        if not self._pending_turns:
+            self._interrupting = False
+            self._end_of_turns()
+        self._turn_error_reported = False
+        out.extend(TurnEnded(stop) for _ in live)
+
+    def _closes(self, frame: DriverResult) -> list[str]:
+        """Which of our prompts this result ends (empty: it is a duplicate)."""
+        covered = list(frame.user_message_uuids or ())
+        if not covered and frame.user_message_uuid:
+            covered = [frame.user_message_uuid]
+        ours = [u for u in covered if u in self._sent]
+        if ours:
+            return [u for u in ours if u in self._pending_turns]
+        # No usable uuids (an older CLI, or an agent that ignores them): the oldest
+        # running turn — unless this is the previous result repeated.
+        if not self._pending_turns or self._repeats_last(frame):
+            return []
+        return [self._pending_turns[0]]
+
+    def _repeats_last(self, frame: DriverResult) -> bool:
+        if frame.uuid is not None and frame.uuid == self._last_result_uuid:
+            return True
+        return _result_key(frame) == self._last_result_key
+
+    def _result_error(self, frame: DriverResult) -> CapError | None:
+        text = frame.result or "; ".join(frame.errors or ()) or frame.subtype
+        details: dict[str, Any] = {"subtype": frame.subtype}
+        if frame.terminal_reason:
+            details["terminal_reason"] = frame.terminal_reason
+        if frame.subtype == "error_max_turns":
+            return CapError(code="max_turns", message=text, details=details)
+        if frame.subtype == "error_max_budget_usd":
+            return CapError(code="cap_budget_exceeded", message=text, details=details)
+        if self._turn_error_reported:
+            return None  # already reported (synthetic API-error text, or a cap.error frame)
+        if frame.api_error_status is not None:
+            details["status"] = frame.api_error_status
+        code = error_code(frame.api_error_status, text)
+        return CapError(code=code, message=text, details=details,
+                        retryable=code in ("rate_limit", "model_unavailable"))
+
+    def _usage(self, frame: DriverResult, stop: StopReason) -> Usage:
+        usage = frame.usage
+        cost = 0.0
+        if frame.total_cost_usd is not None:
+            cost = round(max(0.0, frame.total_cost_usd - self._last_total_cost), 12)
+            self._last_total_cost = max(self._last_total_cost, frame.total_cost_usd)
+        model = self.model or (next(iter(frame.model_usage)) if frame.model_usage else None)
+        if usage is None:
+            return Usage(model_id=model, cost_usd_estimate=cost, duration_ms=frame.duration_ms,
+                         stop_reason=stop)
+        details = usage.output_tokens_details
+        return Usage(model_id=model, input_tokens=usage.input_tokens,
+                     output_tokens=usage.output_tokens,
+                     cache_read_tokens=usage.cache_read_input_tokens,
+                     cache_creation_tokens=usage.cache_creation_input_tokens,
+                     thinking_tokens=details.thinking_tokens if details else 0,
+                     cost_usd_estimate=cost, duration_ms=frame.duration_ms, stop_reason=stop)
+
+    def _end_of_turns(self) -> None:
+        """No turn runs: forget the streaming bookkeeping (it is per API message)."""
+        self._blocks.clear()
+        self._by_index.clear()
+        self._confirmed.clear()
+        self._tools_started.clear()
+        self._current_message = None
+        self._permissions.clear()
+
+    # -- system and control --
+    def _system(self, frame: DriverSystem, raw: bytes, out: list[Output]) -> None:
+        sub = frame.subtype
+        if sub == "init":
+            self.model = frame.model or self.model
+            self.agent_version = frame.claude_code_version or self.agent_version
+            if frame.session_id:
+                self.session_id = frame.session_id
+            key = (frame.session_id, frame.model, frame.cwd, frame.permission_mode,
+                   tuple(frame.tools or ()), tuple(frame.slash_commands or ()))
+            if key != self._init_key:
+                out.append(_raw("init" if self._init_key is None else "init_changed", raw))
+                self._init_key = key
+        elif sub == "api_retry":
+            status = frame.error_status
+            code = error_code(status, str(frame.error or ""))
+            out.append(CapError(
+                code=code, retryable=True,
+                message=f"API error {status}: retry {frame.attempt}/{frame.max_retries} "
+                        f"in {frame.retry_delay_ms} ms",
+                details={"status": status, "attempt": frame.attempt, "error": frame.error}))
+        elif sub in ("cap.error", "cap.artifact"):
+            try:
+                out.append(self._cap_extension(sub, frame.cap))
+            except msgspec.ValidationError as exc:
+                out.append(_raw(f"unreadable {sub}: {exc}", raw))
+        elif sub not in _QUIET_SYSTEM:
+            out.append(_raw("unknown_system_frame", raw))
+
+    def _cap_extension(self, sub: str, payload: Any) -> Event:
+        """trio-cap's own agent carries CAP events on ``system/cap.*`` (shared frames)."""
+        if sub == "cap.error":
+            body = msgspec.convert(payload, f.ErrorBody)
+            self._turn_error_reported = self.turn_running  # its result repeats it
+            return CapError(code=body.code, message=body.message, retryable=body.retryable)
+        art = msgspec.convert(payload, f.ArtifactBody)
+        return Artifact(artifact_id=art.artifact_id, mime_type=art.mime_type, name=art.name,
+                        size=art.size, uri=art.uri, content=art.content)
+
+    def _control_request(self, frame: f.ControlRequest, raw: bytes, out: list[Output]) -> None:
+        request = frame.request if isinstance(frame.request, dict) else {}
+        try:
+            decoded = f.decode_request(request)
+        except msgspec.ValidationError:
+            decoded = str(request.get("subtype", ""))
+        if isinstance(decoded, f.CanUseTool):
+            self._can_use_tool(frame.request_id, decoded, out)
+            return
+        # Hooks, SDK MCP servers, anything else: trio-cap registered none of them.
+        subtype = decoded if isinstance(decoded, str) else decoded.__struct_config__.tag
+        out.append(_raw("unsupported_control_request", raw))
+        body = f.ResponseBody(subtype="error", request_id=frame.request_id,
+                              error=f"trio-cap does not serve {subtype!r} requests")
+        out.append(ToAgent(f.encode_line(f.ControlResponse(response=body))))
+
+    def _can_use_tool(self, req_id: str, req: f.CanUseTool, out: list[Output]) -> None:
+        self._permissions[req_id] = _Pending(req.input, req.permission_suggestions)
+        scope = tool_scope(req.tool_name)
+        details = {k: v for k, v in (("tool_use_id", req.tool_use_id),
+                                     ("description", req.description),
+                                     ("blocked_path", req.blocked_path),
+                                     ("decision_reason", req.decision_reason),
+                                     ("title", req.title)) if v}
+        out.append(PermissionRequest(
+            req_id=req_id, tool=req.tool_name, intent=req.input, scope=scope,
+            risk_level=infer_risk(req.tool_name, req.input, scope, self.cwd),
+            meta={"stream_json": details} if details else None))
+
+    def _control_response(self, frame: f.ControlResponse, raw: bytes, out: list[Output]) -> None:
+        body = frame.response
+        if body.request_id != self._init_request or self.state is not DriverState.INITIALIZING:
+            if body.subtype == "error":
+                out.append(_raw("control_error", raw))
+            return
+        if body.subtype == "error":
+            self.state = DriverState.FAILED
+            self.handshake_error = body.error or "initialize failed"
+            out.append(CapError(code="cap_binding_unavailable",
+                                message=f"the agent refused initialize: {self.handshake_error}"))
+            return
+        self.state = DriverState.READY
+        info = body.response if isinstance(body.response, dict) else {}
+        self.agent_version = info.get("claude_code_version") or self.agent_version
+        meta = {k: info[k] for k in ("claude_code_version", "pid", "current_permission_mode")
+                if k in info}
+        out.append(CapSessionReady(session_id=self.session_id,
+                                   meta={"stream_json": meta} if meta else None))
+
+
+def _sub_meta(parent_tool_use_id: str | None) -> dict[str, Any] | None:
+    """Sub-agent output (inside a Task tool call) is marked with the call it belongs to."""
+    return {"stream_json": {"parent_tool_use_id": parent_tool_use_id}} if parent_tool_use_id \
+        else None
+
+
+def _result_key(frame: DriverResult) -> tuple[Any, ...]:
+    return (frame.subtype, frame.total_cost_usd, frame.duration_ms, frame.num_turns,
+            frame.result)

@@ -1,0 +1,173 @@
+"""``cap agent``: trio-cap as an agent — its manifest, and stream-json on stdio.
+
+The same scripted brain as ``cap run --binding inproc``; ``--cap-speak``
+picks the wire.  ``cap-agent`` (:mod:`actors.cli.cap_agent`) is this command
+with Claude Code's own command line, for SDKs that exec a ``claude`` binary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+
+import attrs
+import trio
+
+from actors.agent.script import ScriptError, load_script
+from actors.bindings.stream_json.agent_argv import PERMISSION_MODES, AgentOptions, split_rules
+from actors.cli.common import UsageError
+from actors.manifest import load_manifest
+from actors.manifest.convert import manifest_data
+from actors.manifest.dump import dumps
+from actors.manifest.model import Fs, Manifest, Terminal
+from actors.manifest.resolve import bundled_dir
+from events.log import FSYNC_POLICIES, FileEventLog, LogCorrupted, LogFormatError, LogLocked
+from events.log.memory import MemoryEventLog
+
+SPEAKS = ("stream-json",)
+"""The wires ``cap agent`` speaks in this build; ACP, PTY and A2A arrive with their issues."""
+
+_MANIFEST_HEADER = """\
+# trio-cap's own agent, as this build of `cap agent` speaks it (`cap agent --cap-manifest`).
+# Bindings that work: inproc (x-inproc, in the orchestrator's process) and stream-json.
+# [startup] is required by CAP for the PTY binding; `cap agent --cap-speak pty` arrives
+# with the PTY issue, so until then a PTY start fails and is logged as a fallback.
+"""
+
+
+def own_manifest() -> Manifest:
+    """The bundled cap-agent manifest, narrowed to what this build really does."""
+    m = load_manifest(bundled_dir() / "cap-agent.toml")
+    fast_path = attrs.evolve(m.fast_path, acp_stdio=False, a2a_serve_at=False, grpc=False,
+                             stream_json=("cap", "agent", "--cap-speak", "stream-json"))
+    coding = m.capabilities.coding
+    if coding is not None:
+        # files and commands run in the agent's own process: no cap.fs / cap.terminal RPC
+        coding = attrs.evolve(coding, fs=Fs(), terminal=Terminal(),
+                              artifacts=("diff", "transcript"))
+    capabilities = attrs.evolve(m.capabilities, coding=coding)
+    return attrs.evolve(m, fast_path=fast_path, capabilities=capabilities)
+
+
+def manifest_text() -> str:
+    return _MANIFEST_HEADER + dumps(manifest_data(own_manifest()))
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "agent",
+        help="be an agent: speak CAP over stream-json with trio-cap's scripted brain",
+        description="Run trio-cap's own agent (the scripted brain) on this process's stdio, "
+        "speaking Claude Code's stream-json so the Claude Agent SDKs and CAP drivers can "
+        "drive it, or print its manifest.  Exit code: 0 when stdin ends after the last turn, "
+        "2 bad usage.",
+    )
+    p.add_argument("--cap-manifest", action="store_true",
+                   help="print this agent's manifest (TOML) and exit")
+    p.add_argument("--cap-speak", choices=SPEAKS,
+                   help="the wire to speak on stdio (this build: stream-json)")
+    p.add_argument("--script", metavar="F", help="script file (TOML) for the scripted brain")
+    p.add_argument("--log", metavar="FILE",
+                   help="record the agent's events in this file log (default: in memory)")
+    p.add_argument("--fsync", choices=FSYNC_POLICIES, default="batch",
+                   help="log durability: always | batch (default) | never")
+    claude = p.add_argument_group(
+        "Claude Code's flags",
+        "the same as cap-agent's, so a stream-json driver can append its usual command line")
+    claude.add_argument("--output-format", choices=["stream-json"], default="stream-json",
+                        help="what stdout carries (only stream-json)")
+    claude.add_argument("--input-format", choices=["stream-json", "text"],
+                        default="stream-json",
+                        help="stdin carries frames (default) or one prompt (text)")
+    claude.add_argument("--verbose", "-p", "--print", action="store_true",
+                        help="accepted for Claude Code compatibility; changes nothing")
+    claude.add_argument("--model", metavar="M", help="model name the agent reports")
+    claude.add_argument("--system-prompt", metavar="S", help="the session's system prompt")
+    claude.add_argument("--append-system-prompt", metavar="S",
+                        help="text appended to the system prompt")
+    claude.add_argument("--max-turns", type=int, metavar="N",
+                        help="model round trips per turn (one per tool result)")
+    claude.add_argument("--max-budget-usd", type=float, metavar="X", dest="budget_usd",
+                        help="refuse a turn that would start with X dollars or more spent")
+    claude.add_argument("--permission-mode", choices=PERMISSION_MODES, default="default",
+                        help="Claude Code's permission mode (default: default)")
+    claude.add_argument("--dangerously-skip-permissions", action="store_true",
+                        help="the same as --permission-mode bypassPermissions")
+    claude.add_argument("--permission-prompt-tool", metavar="stdio",
+                        help="stdio: ask the client with can_use_tool requests; without it, "
+                        "calls that need permission are denied")
+    claude.add_argument("--allowedTools", "--allowed-tools", metavar="RULES", action="append",
+                        default=[], dest="allowed",
+                        help="tools allowed without asking: Tool, Tool(prefix:*), Tool(glob)")
+    claude.add_argument("--disallowedTools", "--disallowed-tools", metavar="RULES",
+                        action="append", default=[], dest="disallowed",
+                        help="tools always denied (same rule forms)")
+    claude.add_argument("--include-partial-messages", action="store_true",
+                        help="stream_event frames with text, thinking and tool-input deltas")
+    claude.add_argument("--session-id", metavar="ID",
+                        help="the session id (default: a new uuid)")
+    claude.add_argument("--resume", metavar="ID",
+                        help="recorded as the config's session_resume_id (no sessions are "
+                        "kept between runs)")
+    own = p.add_argument_group("trio-cap's flags")
+    own.add_argument("--transcript-diff-every", type=int, default=1000, metavar="N",
+                     help="send a transcript diff every N logged events (0: only at turn end)")
+    own.add_argument("--transcript-diff-interval", type=float, default=2.0, metavar="S",
+                     help="send pending transcript events every S seconds (0: never by time)")
+    own.add_argument("--no-workspace-diff", action="store_true",
+                     help="no diff artifact of the files each turn changed")
+    p.set_defaults(func=agent_command)
+
+
+def agent_command(args: argparse.Namespace) -> int:
+    if args.cap_manifest:
+        sys.stdout.write(manifest_text())
+        return 0
+    if not args.cap_speak:
+        raise UsageError("cap agent: give --cap-speak stream-json (or --cap-manifest)")
+    options = AgentOptions(
+        model=args.model, system_prompt=args.system_prompt,
+        append_system_prompt=args.append_system_prompt, max_turns=args.max_turns,
+        budget_usd=args.budget_usd,
+        permission_mode=("bypassPermissions" if args.dangerously_skip_permissions
+                         else args.permission_mode),
+        permission_prompt_tool=args.permission_prompt_tool,
+        allowed_tools=tuple(r for v in args.allowed for r in split_rules(v)),
+        disallowed_tools=tuple(r for v in args.disallowed for r in split_rules(v)),
+        partial_messages=args.include_partial_messages, session_id=args.session_id,
+        resume=args.resume, input_format=args.input_format, output_format=args.output_format,
+        script=args.script, log=args.log, fsync=args.fsync,
+        diff_every=args.transcript_diff_every, diff_interval=args.transcript_diff_interval,
+        workspace_diff=not args.no_workspace_diff,
+    )
+    return run_agent(options)
+
+
+def run_agent(options: AgentOptions) -> int:
+    """Serve one stream-json session on stdio with ``options``; the process exit code."""
+    from actors.bindings.stream_json.agent_shell import serve
+
+    if options.output_format != "stream-json":
+        raise UsageError(f"--output-format {options.output_format}: cap-agent prints only "
+                         "stream-json")
+    if options.input_format not in ("stream-json", "text"):
+        raise UsageError(f"--input-format {options.input_format}: expected stream-json or text")
+    if options.fsync not in FSYNC_POLICIES:
+        raise UsageError(f"--fsync {options.fsync}: expected one of {', '.join(FSYNC_POLICIES)}")
+    script = None
+    if options.script:
+        try:
+            script = load_script(options.script)
+        except ScriptError as exc:
+            raise UsageError(str(exc)) from None
+    for warning in options.warnings:
+        print(f"cap-agent: {warning}", file=sys.stderr)
+    if options.log:
+        try:
+            log = FileEventLog(options.log, fsync=options.fsync)  # type: ignore[arg-type]
+        except (LogFormatError, LogCorrupted, LogLocked, IsADirectoryError, OSError) as exc:
+            raise UsageError(f"--log {options.log}: {exc}") from None
+    else:
+        log = MemoryEventLog()
+    return trio.run(functools.partial(serve, options, log, script=script))
