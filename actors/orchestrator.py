@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 import trio
 
+from actors.agent.core import UPDATED_INPUT
 from actors.agent.script import Script, load_script
 from actors.bindings.inproc import InprocConnector
 from actors.bindings.stream_json.connector import StreamJsonConnector
@@ -102,9 +103,14 @@ class Session:
     async def cancel(self, scope: CancelScope = "current_turn", reason: str = "user") -> Accepted:
         return await self._command(CancelRequested(scope=scope, reason=reason))
 
-    async def decide(self, req_id: str, decision: Decision, *, reason: str = "") -> Accepted:
+    async def decide(self, req_id: str, decision: Decision, *, reason: str = "",
+                     updated_input: dict[str, Any] | None = None) -> Accepted:
+        """Answer a pending permission request; ``updated_input`` (an allow only) makes the
+        agent run the call with that input instead (``_meta["cap.updated_input"]``)."""
+        meta = {UPDATED_INPUT: updated_input} if updated_input is not None else None
         return await self._command(
-            PermissionDecided(req_id=req_id, decision=decision, by="human", reason=reason)
+            PermissionDecided(req_id=req_id, decision=decision, by="human", reason=reason,
+                              meta=meta)
         )
 
     async def answer(self, ask_id: str, value: Any) -> Accepted:

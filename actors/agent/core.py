@@ -26,6 +26,7 @@ from actors.agent.steps import (
     Fail,
     PlanItem,
     PlanStep,
+    Raw,
     Report,
     Run,
     Say,
@@ -38,6 +39,7 @@ from actors.agent.steps import (
 from actors.connection import TurnEnded
 from actors.risk import infer_risk
 from events.kinds import (
+    AgentRaw,
     AskUser,
     AskUserAnswer,
     Cancel,
@@ -64,6 +66,18 @@ Emit = Callable[[Sequence[Emitted]], Awaitable[None]]
 UPDATED_INPUT = "cap.updated_input"
 """``_meta`` key of a ``cap.permission.response`` that allows the call with a rewritten input
 (stream-json's ``updatedInput``): the tool runs with that input instead of its own."""
+
+
+RAW_LINE = "script_raw_line"
+"""``agent.raw`` reason of a scripted ``raw`` step: the stream-json agent side writes its
+text to stdout as one line, verbatim; everywhere else it is only logged."""
+
+
+class CoreEnded(Exception):
+    """The core cannot go on (a bridged agent died or could not start).
+
+    Not a crash: the message is what the client is told, the running turn fails
+    and the agent side ends the session (exit code 1)."""
 
 
 class TurnHooks(Protocol):
@@ -293,6 +307,8 @@ class AgentCore:
                 raise _TurnFailed
             case Burst():
                 await self._burst(step)
+            case Raw():
+                self._out.append(AgentRaw(binding="cap-agent", reason=RAW_LINE, text=step.raw))
 
     async def _burst(self, step: Burst) -> None:
         message_id = f"msg_{self._turn_no}"

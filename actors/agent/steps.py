@@ -127,8 +127,17 @@ class Burst:
     text: str = "x"
 
 
+@attrs.frozen
+class Raw:
+    """A line the stream-json agent side writes to stdout verbatim (malformed on purpose, to
+    test drivers); other bindings log it as ``agent.raw`` and show nothing."""
+
+    raw: str
+
+
 Step = (
     Say | Think | PlanStep | Write | Edit | Run | Tool | Ask | Report | Wait | Error | Fail | Burst
+    | Raw
 )
 
 STEP_TYPES: dict[str, type] = {
@@ -145,5 +154,6 @@ STEP_TYPES: dict[str, type] = {
     "error": Error,
     "fail": Fail,
     "burst": Burst,
+    "raw": Raw,
 }
 """The verb key that identifies each step in a script table."""

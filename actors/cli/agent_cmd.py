@@ -68,6 +68,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cap-speak", choices=SPEAKS,
                    help="the wire to speak on stdio (this build: stream-json)")
     p.add_argument("--script", metavar="F", help="script file (TOML) for the scripted brain")
+    p.add_argument("--bridge", metavar="AGENT",
+                   help="instead of the scripted brain, drive AGENT (manifest name, path or "
+                   "ad-hoc spec such as stream-json:CMD) and speak for it")
+    p.add_argument("--binding", metavar="B",
+                   help="with --bridge: the binding to drive AGENT over (default: its best)")
     p.add_argument("--log", metavar="FILE",
                    help="record the agent's events in this file log (default: in memory)")
     p.add_argument("--fsync", choices=FSYNC_POLICIES, default="batch",
@@ -137,7 +142,8 @@ def agent_command(args: argparse.Namespace) -> int:
         disallowed_tools=tuple(r for v in args.disallowed for r in split_rules(v)),
         partial_messages=args.include_partial_messages, session_id=args.session_id,
         resume=args.resume, input_format=args.input_format, output_format=args.output_format,
-        script=args.script, log=args.log, fsync=args.fsync,
+        script=args.script, bridge=args.bridge, bridge_binding=args.binding,
+        log=args.log, fsync=args.fsync,
         diff_every=args.transcript_diff_every, diff_interval=args.transcript_diff_interval,
         workspace_diff=not args.no_workspace_diff,
     )
@@ -153,6 +159,8 @@ def run_agent(options: AgentOptions) -> int:
                          "stream-json")
     if options.input_format not in ("stream-json", "text"):
         raise UsageError(f"--input-format {options.input_format}: expected stream-json or text")
+    if options.bridge_binding and not options.bridge:
+        raise UsageError("--binding is only meaningful with --bridge AGENT")
     if options.fsync not in FSYNC_POLICIES:
         raise UsageError(f"--fsync {options.fsync}: expected one of {', '.join(FSYNC_POLICIES)}")
     script = None

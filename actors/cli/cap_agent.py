@@ -47,6 +47,8 @@ Any other flag is accepted and ignored (noted on stderr).
 
 trio-cap flags:
   --script F                     script file (TOML) for the scripted brain
+  --bridge AGENT [--binding B]   drive AGENT (name, manifest path, stream-json:CMD …)
+                                 through trio-cap and speak for it instead of the brain
   --log FILE                     record the agent's events in this file log
   --fsync always|batch|never     log durability (default batch)
   --transcript-diff-every N      a transcript diff every N logged events (default 1000)

@@ -259,8 +259,10 @@ class SessionMachine:
             return []
         if isinstance(command, PermissionDecided):
             del self.pending_permissions[command.req_id]
+            # _meta (a rewritten input, cap.updated_input) travels with the decision
             out: list[Output] = [Send(PermissionResponse(req_id=command.req_id,
-                                                         decision=command.decision), seq)]
+                                                         decision=command.decision,
+                                                         meta=command.meta), seq)]
             return out + self._maybe_resume(seq)
         if isinstance(command, AskAnswered):
             del self.pending_asks[command.ask_id]

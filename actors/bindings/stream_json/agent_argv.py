@@ -55,6 +55,9 @@ class AgentOptions:
     prompt: str | None = None
     # trio-cap's own
     script: str | None = None
+    bridge: str | None = None
+    """``--bridge AGENT``: drive AGENT through trio-cap and speak for it (the bridge brain)."""
+    bridge_binding: str | None = None
     log: str | None = None
     fsync: str = "batch"
     diff_every: int = 1000
@@ -203,6 +206,10 @@ def _valued(opts: AgentOptions, flag: str, value: str) -> None:
                                  "is recorded as session_resume_id and a new session starts")
         case "--script":
             opts.script = value
+        case "--bridge":
+            opts.bridge = value
+        case "--binding":
+            opts.bridge_binding = value
         case "--log":
             opts.log = value
         case "--fsync":
@@ -220,7 +227,8 @@ _VALUED = {
     "--append-system-prompt", "--append-system-prompt-file", "--max-turns", "--max-budget-usd",
     "--permission-mode", "--permission-prompt-tool", "--allowedTools", "--allowed-tools",
     "--disallowedTools", "--disallowed-tools", "--tools", "--session-id", "--resume", "-r",
-    "--script", "--log", "--fsync", "--transcript-diff-every", "--transcript-diff-interval",
+    "--script", "--bridge", "--binding", "--log", "--fsync", "--transcript-diff-every",
+    "--transcript-diff-interval",
     "--fallback-model", "--add-dir", "--mcp-config", "--settings", "--setting-sources",
     "--betas", "--plugin-dir", "--thinking", "--max-thinking-tokens", "--thinking-display",
     "--effort", "--json-schema", "--debug-file", "--task-budget", "--agent", "--agents",

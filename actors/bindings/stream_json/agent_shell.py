@@ -7,7 +7,8 @@ write per inbox message (every frame an input produced, batched).  stdin is
 read by its own task, concurrently with the turn, because interrupts and
 permission answers arrive while the core is working.  The core is trio-cap's
 scripted brain, the same :class:`~actors.agent.core.AgentCore` the ``inproc``
-binding runs.
+binding runs — or, with ``--bridge AGENT``, a :class:`~actors.agent.bridge.BridgeCore`
+that speaks for an agent trio-cap drives.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import signal
 import stat
 import sys
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -25,7 +26,8 @@ import trio
 
 from actors import __version__
 from actors.agent.brain import ScriptedBrain
-from actors.agent.core import AgentCore, Emitted
+from actors.agent.bridge import BridgeCore, bridge_log_path
+from actors.agent.core import AgentCore, CoreEnded, Emitted
 from actors.agent.script import Script
 from actors.agent.workspace import WorkspaceDiffs
 from actors.bindings.stream_json.agent_argv import AgentOptions
@@ -40,7 +42,7 @@ from actors.bindings.stream_json.agent_side import (
     Send,
     SetModel,
 )
-from actors.connection import TurnEnded
+from actors.connection import Connector, TurnEnded
 from events.envelope import Envelope
 from events.kinds import Event
 from events.log.base import EventLog
@@ -84,7 +86,8 @@ def _write_all(fd: int, data: bytes) -> None:
 class AgentShell:
     def __init__(self, options: AgentOptions, log: EventLog, *, script: Script | None = None,
                  session_id: str | None = None, stdin_fd: int = 0, stdout_fd: int = 1,
-                 notes: Callable[[str], None] | None = None) -> None:
+                 notes: Callable[[str], None] | None = None,
+                 connectors: Mapping[str, Connector] | None = None) -> None:
         self.options = options
         self.log = log
         self.script = script or Script()
@@ -100,10 +103,18 @@ class AgentShell:
         self._exit: int | None = None
         self._frames_send, self._frames_recv = trio.open_memory_channel[Event](64)
         self._inbox_send, self._inbox = trio.open_memory_channel[tuple[str, Any]](16)
-        exclude = [options.log] if options.log else []
-        self.hooks = WorkspaceDiffs(exclude=exclude) if options.workspace_diff else None
-        self.core = AgentCore(ScriptedBrain(self.script), self._emit,
-                              session_id=self.session_id, turn_hooks=self.hooks)
+        self.hooks: WorkspaceDiffs | None = None
+        self.core: AgentCore | BridgeCore
+        if options.bridge:
+            # the driven agent reports its own workspace diffs, if it makes any
+            self.core = BridgeCore(options.bridge, self._emit, binding=options.bridge_binding,
+                                   session_id=self.session_id, log=bridge_log_path(options.log),
+                                   script=script, connectors=connectors)
+        else:
+            exclude = [options.log] if options.log else []
+            self.hooks = WorkspaceDiffs(exclude=exclude) if options.workspace_diff else None
+            self.core = AgentCore(ScriptedBrain(self.script), self._emit,
+                                  session_id=self.session_id, turn_hooks=self.hooks)
 
     # ---- the core's side ------------------------------------------------------------
     async def _emit(self, batch: Sequence[Emitted]) -> None:
@@ -112,6 +123,8 @@ class AgentShell:
     async def _run_core(self) -> None:
         try:
             await self.core.run(self._frames_recv)
+        except CoreEnded as exc:  # a bridged agent that died: the turn fails, the side ends
+            await self._inbox_send.send(("core_failed", str(exc)))
         except Exception as exc:  # a crashed brain fails the turn, not the process
             await self._inbox_send.send(("core_failed", f"the scripted brain crashed: {exc!r}"))
 

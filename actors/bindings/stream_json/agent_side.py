@@ -26,6 +26,7 @@ from typing import Any
 
 import msgspec
 
+from actors.agent.core import RAW_LINE
 from actors.bindings.stream_json import agent_policy as policy
 from actors.bindings.stream_json import frames as f
 from actors.bindings.stream_json.agent_argv import PERMISSION_MODES, AgentOptions
@@ -53,6 +54,7 @@ from actors.bindings.stream_json.agent_transcript import (
 from events.envelope import Envelope
 from events.errors import numeric
 from events.kinds import (
+    AgentRaw,
     Artifact,
     AskUser,
     Cancel,
@@ -275,6 +277,8 @@ class AgentSide(ToolFlow):
             event = env.event
             if after == "inject" and isinstance(event, UserInputInject) and self._turn:
                 self._turn.cause = env.seq
+            elif isinstance(event, AgentRaw) and event.reason == RAW_LINE:
+                out.append(Send(event.text.encode() + b"\n"))  # malformed on purpose
             elif type(event).direction == "in":
                 out += self._agent_event(event)
         if after == "refused":

@@ -227,7 +227,11 @@ class StreamJsonDriver:
             if frame.decision == "allow_always" and pending.suggestions:
                 # Keep "always" to this session; never write the user's settings files.
                 updates = [{**s, "destination": "session"} for s in pending.suggestions]
-            result = f.PermissionAllow(updated_input=pending.input, updated_permissions=updates)
+            # the decider may rewrite the call's input (cap.updated_input); else it runs as asked
+            updated = (frame.meta or {}).get("cap.updated_input")
+            result = f.PermissionAllow(
+                updated_input=updated if isinstance(updated, dict) else pending.input,
+                updated_permissions=updates)
         body = f.ResponseBody(subtype="success", request_id=frame.req_id,
                               response=msgspec.to_builtins(result))
         return f.encode_line(f.ControlResponse(response=body))

@@ -1,0 +1,317 @@
+"""The bridge brain: an agent trio-cap drives, re-exposed through the agent side.
+
+``cap agent --cap-speak stream-json --bridge AGENT [--binding B]`` puts this
+object where the scripted :class:`~actors.agent.core.AgentCore` normally sits.
+It has the same interface — it consumes orchestrator → agent CAP frames and
+emits CAP events plus :class:`~actors.connection.TurnEnded` — but instead of
+running script steps it opens an in-process orchestrator, starts a session for
+AGENT (any binding trio-cap has) and relays:
+
+* frames in → the :class:`~actors.orchestrator.Session` handle (inject, cancel,
+  decide, answer), so every command goes through the session actor and its log;
+* the session's stream in that log → events out, with ``session.idle`` as the
+  turn end and a terminal session as the end of the bridge.
+
+The session runs with ``permissions="ask"`` and ``human=True``: every
+permission request and ask of the driven agent waits for a human, and the
+"human" is whoever drives the agent side (for stream-json, the SDK client's
+``can_use_tool``).  Request ids are renumbered (``perm_N``, ``ask_N``) because
+the driven agent's ids are its own (Claude Code's are control-request uuids)
+and the agent side must never see two namespaces.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import trio
+
+from actors.agent.core import UPDATED_INPUT, CoreEnded, Emit, Emitted
+from actors.agent.script import Script
+from actors.bindings.stream_json import agent_policy
+from actors.connection import Connector, TurnEnded
+from actors.orchestrator import Orchestrator, Session, UnknownAgent, open_orchestrator
+from actors.session.actor import CommandRefused, SessionEnded
+from events.envelope import Envelope
+from events.kinds import (
+    AskUser,
+    AskUserAnswer,
+    Cancel,
+    CapError,
+    CapSessionReady,
+    Event,
+    PermissionRequest,
+    PermissionResponse,
+    PtyRawBytes,
+    SessionCancelled,
+    SessionCompleted,
+    SessionConfig,
+    SessionFailed,
+    SessionIdle,
+    SessionReady,
+    SessionWorking,
+    TextChunk,
+    ToolCallStart,
+    UserInputInject,
+)
+from events.log import EventLog
+
+BRIDGED = "cap.bridged"
+"""``_meta`` key on the bridge's ``cap.session.ready``: which agent, binding and session
+it drives (the driven session's id is the stream to read in the bridge's own log)."""
+
+_TERMINAL = (SessionCompleted, SessionCancelled, SessionFailed)
+_WIRE_SHAPED = ("Write", "Edit")
+
+
+class BridgeCore:
+    """Drive ``agent`` through an orchestrator and speak for it as a CAP core.
+
+    ``log`` is the orchestrator's event log (an :class:`EventLog`, a file path,
+    or None for memory): it is separate from the agent side's own log, because
+    that one's transcript diffs promise contiguous seqs of one session.
+    ``connectors`` replace the orchestrator's defaults (tests give the driven
+    agent an isolated environment that way).
+    """
+
+    def __init__(self, agent: str, emit: Emit, *, binding: str | None = None,
+                 session_id: str = "cap-agent", log: EventLog | str | None = None,
+                 script: Script | None = None,
+                 connectors: Mapping[str, Connector] | None = None,
+                 grace: float = 5.0) -> None:
+        self.agent = agent
+        self.binding = binding
+        self.session_id = session_id
+        self.config: SessionConfig | None = None
+        self.session: Session | None = None
+        self.orch: Orchestrator | None = None
+        self._emit = emit
+        self._log = log
+        self._script = script
+        self._connectors = dict(connectors or {})
+        self._grace = grace
+        self._turn_open = False
+        self._working = False
+        self._cancel_pending = False
+        self._closing = False
+        self._failure: str | None = None
+        self._counters: dict[str, int] = {}
+        # local id → the driven agent's id (and, for permissions, the tool when its input
+        # was Claude-shaped, so a rewritten input goes back in the shape it came in)
+        self._permissions: dict[str, tuple[str, str | None]] = {}
+        self._asks: dict[str, str] = {}
+
+    def _id(self, prefix: str) -> str:
+        n = self._counters.get(prefix, 0) + 1
+        self._counters[prefix] = n
+        return f"{prefix}_{n}"
+
+    # ---- frames in -----------------------------------------------------------------
+    async def run(self, frames: trio.MemoryReceiveChannel[Event]) -> None:
+        """Serve one session; raises :class:`CoreEnded` when the driven agent cannot go on."""
+        try:
+            first = await frames.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            return
+        if not isinstance(first, SessionConfig):
+            kind = first.__struct_config__.tag
+            await self._emit([CapError(code="cap_session_config_missing",
+                                       message=f"the first frame must be cap.session.config, "
+                                               f"got {kind}")])
+            return
+        self.config = first
+        async with open_orchestrator(self._log, grace=self._grace) as orch:
+            self.orch = orch
+            orch.connectors.update(self._connectors)
+            try:
+                session = await orch.start_session(
+                    self.agent, self.binding, cwd=first.cwd, model=first.model,
+                    system_prompt=first.system_prompt, max_turns=first.max_turns,
+                    budget_usd=first.budget_usd, script=self._script,
+                    permissions="ask", human=True)
+            except (UnknownAgent, OSError, ValueError) as exc:
+                self._failure = f"bridge: cannot drive {self.agent!r}: {exc}"
+            else:
+                self.session = session
+                await self._serve(orch, session, frames)
+        # raised out here, not inside the orchestrator's nurseries, so it is not wrapped
+        if self._failure is not None:
+            raise CoreEnded(self._failure)
+
+    async def _serve(self, orch: Orchestrator, session: Session,
+                     frames: trio.MemoryReceiveChannel[Event]) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._pump, orch, session, nursery.cancel_scope)
+            await self._frames(frames, session, nursery)
+            # the agent side's frames ended: close the driven session gracefully rather
+            # than leave it to the orchestrator's shutdown
+            self._closing = True
+            await _quietly(session.close())
+            nursery.cancel_scope.cancel()
+
+    async def _frames(self, frames: trio.MemoryReceiveChannel[Event], session: Session,
+                      nursery: trio.Nursery) -> None:
+        async for frame in frames:
+            if isinstance(frame, UserInputInject):
+                self._turn_open = True
+                accepted = await _quietly(session.inject(frame.text))
+                if accepted is None or accepted.turn is None:  # refused (budget, or gone)
+                    self._turn_open = False
+                    await self._emit([TurnEnded("error")])
+            elif isinstance(frame, Cancel):
+                if frame.scope == "session":
+                    self._closing = True
+                    await _quietly(session.cancel("session", frame.reason))
+                    nursery.cancel_scope.cancel()
+                    return
+                if self._working:
+                    await _quietly(session.cancel("current_turn", frame.reason))
+                elif self._turn_open:
+                    self._cancel_pending = True  # the driven turn has not started yet
+            elif isinstance(frame, PermissionResponse):
+                await self._decide(session, frame)
+            elif isinstance(frame, AskUserAnswer):
+                await self._answer(session, frame)
+            elif isinstance(frame, SessionConfig):
+                await self._emit([CapError(code="invalid_state", message="cap.session.config "
+                                           "arrived after the session started; ignored")])
+
+    async def _decide(self, session: Session, frame: PermissionResponse) -> None:
+        known = self._permissions.pop(frame.req_id, None)
+        if known is None:
+            await self._emit([CapError(code="cap_unknown_permission",
+                                       message=f"nothing waits on {frame.req_id!r}")])
+            return
+        remote, wire_tool = known
+        meta = frame.meta or {}
+        updated = meta.get(UPDATED_INPUT)
+        if isinstance(updated, dict) and wire_tool and self.config is not None:
+            updated = agent_policy.to_wire(wire_tool, updated, self.config.cwd)
+        reason = str(meta.get("cap.message") or meta.get("cap.decided_by") or "")
+        # a refusal (the agent withdrew the request) is logged in the session's stream,
+        # and so reaches the client through the pump
+        await _quietly(session.decide(remote, frame.decision, reason=reason,
+                                      updated_input=updated if isinstance(updated, dict)
+                                      else None))
+
+    async def _answer(self, session: Session, frame: AskUserAnswer) -> None:
+        remote = self._asks.pop(frame.ask_id, None)
+        if remote is None:
+            await self._emit([CapError(code="unknown_ask",
+                                       message=f"nothing waits on {frame.ask_id!r}")])
+            return
+        if await _quietly(session.answer(remote, frame.value)) is None and (
+            frame.value is not None
+        ):
+            # an answer the ask's form refuses must not leave the driven agent waiting
+            await _quietly(session.answer(remote, None))
+
+    # ---- the session's stream out -----------------------------------------------------
+    async def _pump(self, orch: Orchestrator, session: Session,
+                    scope: trio.CancelScope) -> None:
+        async for batch in orch.log.subscribe(1, session.id):
+            out: list[Emitted] = []
+            for env in batch:
+                ended = await self._relay(env, session, out)
+                if ended:
+                    if out:
+                        await self._emit(out)
+                    scope.cancel()
+                    return
+            if out:
+                await self._emit(out)
+
+    async def _relay(self, env: Envelope, session: Session, out: list[Emitted]) -> bool:
+        """Translate one envelope of the driven session into ``out``; True at its end."""
+        event = env.event
+        if isinstance(event, SessionReady):
+            out.append(CapSessionReady(session_id=self.session_id, meta={BRIDGED: {
+                "agent": self.agent, "binding": self._binding(session),
+                "session": session.id, "agent_session_id": event.agent_session_id}}))
+        elif isinstance(event, SessionWorking) and not event.resumed:
+            self._working = True
+            if self._cancel_pending:
+                self._cancel_pending = False
+                await _quietly(session.cancel("current_turn", "interrupt"))
+        elif isinstance(event, SessionIdle):
+            self._working = False
+            if self._turn_open:
+                self._turn_open = False
+                self._cancel_pending = False
+                out.append(TurnEnded(event.stop_reason))
+        elif isinstance(event, _TERMINAL):
+            if not self._closing:
+                self._failure = _ending(self.agent, event)
+            return True
+        elif type(event).direction == "in":
+            relayed = self._translate(event)
+            if relayed is not None and (self._turn_open or isinstance(relayed, CapError)):
+                out.append(relayed)
+        return False
+
+    def _translate(self, event: Event) -> Event | None:
+        """The driven agent's event as the agent side must see it (None: not relayed)."""
+        if isinstance(event, CapSessionReady | PtyRawBytes):
+            return None  # the bridge announces its own readiness; raw screens are not CAP text
+        if isinstance(event, TextChunk) and event.channel == "system":
+            return None  # interrupt notices: the agent side writes its own
+        if isinstance(event, ToolCallStart):
+            return ToolCallStart(call_id=event.call_id, name=event.name,
+                                 input=self._cap_shape(event.name, event.input)[0],
+                                 meta=event.meta)
+        if isinstance(event, PermissionRequest):
+            local = self._id("perm")
+            intent, wire_shaped = self._cap_shape(event.tool, event.intent)
+            self._permissions[local] = (event.req_id, event.tool if wire_shaped else None)
+            return PermissionRequest(req_id=local, tool=event.tool, intent=intent,
+                                     scope=event.scope, risk_level=event.risk_level,
+                                     meta=event.meta)
+        if isinstance(event, AskUser):
+            local = self._id("ask")
+            self._asks[local] = event.ask_id
+            return AskUser(ask_id=local, prompt=event.prompt, form=event.form,
+                           timeout_seconds=event.timeout_seconds, meta=event.meta)
+        return event
+
+    def _cap_shape(self, tool: str, data: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """Claude Code's ``Write``/``Edit`` inputs (``file_path`` …) in the brain's CAP shape
+        (``path`` …), which the agent side translates for its client: without this a driven
+        Claude Code's file paths would be lost on the way through."""
+        if tool in _WIRE_SHAPED and "file_path" in data and self.config is not None:
+            return agent_policy.from_wire(tool, data, self.config.cwd), True
+        return data, False
+
+    def _binding(self, session: Session) -> str | None:
+        view = session.view
+        return view.binding if view is not None else self.binding
+
+
+def _ending(agent: str, event: Event) -> str:
+    if isinstance(event, SessionFailed):
+        return f"the bridged agent {agent!r} failed: {event.code}: {event.message}"
+    if isinstance(event, SessionCancelled):
+        return f"the bridged agent {agent!r} was cancelled: {event.reason}"
+    return f"the bridged agent {agent!r} ended its session"
+
+
+async def _quietly(command: Any) -> Any:
+    """A session command's result, or None when the session refused it or has ended
+    (the refusal itself is a ``cap.error`` in the session's stream)."""
+    try:
+        return await command
+    except (CommandRefused, SessionEnded):
+        return None
+
+
+def bridge_log_path(agent_log: str | None) -> str | None:
+    """Where the bridge's orchestrator logs when the agent side logs to ``agent_log``:
+    a sibling file (``run.caplog`` → ``run.bridge.caplog``); None means in memory."""
+    if not agent_log:
+        return None
+    root, ext = os.path.splitext(agent_log)
+    return f"{root}.bridge{ext or '.caplog'}"
+
+
+__all__: Sequence[str] = ("BRIDGED", "BridgeCore", "bridge_log_path")
