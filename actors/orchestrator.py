@@ -54,6 +54,7 @@ from events.kinds import (
     PermissionDecided,
     SessionConfig,
     SessionCreated,
+    SessionTurnEnded,
     StopReason,
     TextChunk,
 )
@@ -141,22 +142,19 @@ class Session:
         if accepted.turn is not None:
             turn = accepted.turn
             await self.orch.wait_until(
-                lambda s: (v := s.sessions.sessions[self.id]).idle_turn >= turn
+                lambda s: (v := s.sessions.sessions[self.id]).ended_turn >= turn
                 or v.status in TERMINAL_STATUSES
             )
-        view = self.view
-        assert view is not None
-        ended = accepted.turn is not None and view.idle_turn >= accepted.turn
+        # everything the turn did names its input as the cause
+        caused = [env.event for env in self.orch.log.read(accepted.seq, self.id)
+                  if env.cause == accepted.seq]
         text_out = "".join(
-            env.event.text
-            for env in self.orch.log.read(accepted.seq, self.id)
-            if env.cause == accepted.seq
-            and type(env.event) is TextChunk
-            and env.event.channel == "assistant"
+            ev.text for ev in caused if type(ev) is TextChunk and ev.channel == "assistant"
         )
+        ended = [ev.stop_reason for ev in caused if type(ev) is SessionTurnEnded]
         return TurnResult(
             turn=accepted.turn,
-            stop_reason=view.last_stop_reason if ended else None,
+            stop_reason=ended[0] if ended else None,
             text=text_out,
             input_seq=accepted.seq,
         )
@@ -273,7 +271,9 @@ class Orchestrator:
                 unavailable = f"the {planned.binding} binding is not in this build of trio-cap yet"
             connector = self.connectors.get(planned.binding) if unavailable is None else None
             candidates.append(Candidate(planned.binding, spec, connector, unavailable))
-        machine = SessionMachine(created, config, policy)
+        machine = SessionMachine(
+            created, config, policy, queued_input=resolved.manifest.capabilities.queued_input
+        )
         address = f"cap://{sid}"
         self.system.spawn(
             lambda: SessionActor(machine, candidates, self.log),

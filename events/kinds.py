@@ -88,8 +88,15 @@ class SessionInputRequired(Event, tag="session.input_required"):
     ref: str
 
 
+class SessionTurnEnded(Event, tag="session.turn_ended"):
+    """One turn ended; others sent mid-turn may still be in flight."""
+
+    turn: int
+    stop_reason: StopReason = "end_turn"
+
+
 class SessionIdle(Event, tag="session.idle"):
-    """A turn ended; the session waits for the next input."""
+    """The last turn in flight ended; the session waits for the next input."""
 
     turn: int
     stop_reason: StopReason = "end_turn"
@@ -336,6 +343,7 @@ LIFECYCLE_EVENTS: tuple[type[Event], ...] = (
     SessionReady,
     SessionWorking,
     SessionInputRequired,
+    SessionTurnEnded,
     SessionIdle,
     SessionCompleted,
     SessionCancelled,
@@ -383,6 +391,7 @@ AnyEvent = (
     | SessionReady
     | SessionWorking
     | SessionInputRequired
+    | SessionTurnEnded
     | SessionIdle
     | SessionCompleted
     | SessionCancelled

@@ -9,7 +9,7 @@ AGENT (any binding trio-cap has) and relays:
 
 * frames in → the :class:`~actors.orchestrator.Session` handle (inject, cancel,
   decide, answer), so every command goes through the session actor and its log;
-* the session's stream in that log → events out, with ``session.idle`` as the
+* the session's stream in that log → events out, with ``session.turn_ended`` as the
   turn end and a terminal session as the end of the bridge.
 
 The session runs with ``permissions="ask"`` and ``human=True``: every
@@ -49,8 +49,8 @@ from events.kinds import (
     SessionCompleted,
     SessionConfig,
     SessionFailed,
-    SessionIdle,
     SessionReady,
+    SessionTurnEnded,
     SessionWorking,
     TextChunk,
     ToolCallStart,
@@ -92,7 +92,7 @@ class BridgeCore:
         self._script = script
         self._connectors = dict(connectors or {})
         self._grace = grace
-        self._turn_open = False
+        self._open_turns = 0
         self._working = False
         self._cancel_pending = False
         self._closing = False
@@ -155,10 +155,10 @@ class BridgeCore:
                       nursery: trio.Nursery) -> None:
         async for frame in frames:
             if isinstance(frame, UserInputInject):
-                self._turn_open = True
+                self._open_turns += 1
                 accepted = await _quietly(session.inject(frame.text))
                 if accepted is None or accepted.turn is None:  # refused (budget, or gone)
-                    self._turn_open = False
+                    self._open_turns -= 1
                     await self._emit([TurnEnded("error")])
             elif isinstance(frame, Cancel):
                 if frame.scope == "session":
@@ -168,7 +168,7 @@ class BridgeCore:
                     return
                 if self._working:
                     await _quietly(session.cancel("current_turn", frame.reason))
-                elif self._turn_open:
+                elif self._open_turns:
                     self._cancel_pending = True  # the driven turn has not started yet
             elif isinstance(frame, PermissionResponse):
                 await self._decide(session, frame)
@@ -235,11 +235,12 @@ class BridgeCore:
             if self._cancel_pending:
                 self._cancel_pending = False
                 await _quietly(session.cancel("current_turn", "interrupt"))
-        elif isinstance(event, SessionIdle):
-            self._working = False
-            if self._turn_open:
-                self._turn_open = False
-                self._cancel_pending = False
+        elif isinstance(event, SessionTurnEnded):
+            if self._open_turns:
+                self._open_turns -= 1
+                if not self._open_turns:
+                    self._working = False
+                    self._cancel_pending = False
                 out.append(TurnEnded(event.stop_reason))
         elif isinstance(event, _TERMINAL):
             if not self._closing:
@@ -247,7 +248,7 @@ class BridgeCore:
             return True
         elif type(event).direction == "in":
             relayed = self._translate(event)
-            if relayed is not None and (self._turn_open or isinstance(relayed, CapError)):
+            if relayed is not None and (self._open_turns or isinstance(relayed, CapError)):
                 out.append(relayed)
         return False
 

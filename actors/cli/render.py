@@ -31,6 +31,7 @@ from events.kinds import (
     SessionInputRequired,
     SessionReady,
     SessionStarting,
+    SessionTurnEnded,
     SessionWarning,
     SessionWorking,
     TextChunk,
@@ -63,8 +64,10 @@ def describe(ev: object) -> str:
             return f"turn {ev.turn} resumed" if ev.resumed else f"turn {ev.turn} started"
         case SessionInputRequired():
             return f"waiting on {ev.reason} {ev.ref}"
-        case SessionIdle():
+        case SessionTurnEnded():
             return f"turn {ev.turn} ended ({ev.stop_reason})"
+        case SessionIdle():
+            return "idle: waiting for input"
         case SessionCompleted():
             return f"completed after {ev.turns} turn(s)"
         case SessionCancelled():

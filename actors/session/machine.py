@@ -12,7 +12,12 @@ States and what each accepts::
 
     CREATED ─start─► STARTING ─cap.session.ready─► READY ─inject─► WORKING ⇄ INPUT_REQUIRED
                                                      ▲                │
-                                                     └── turn ended ◄─┘
+                                                     └── last turn ◄──┘
+                                                         in flight ended
+
+Input that arrives mid-turn is sent at once when the agent can queue it
+(manifest ``capabilities.queued_input``), so several turns may be in flight;
+otherwise it is held until the turn ends.
     any non-terminal ─► COMPLETED | CANCELLED | FAILED
 """
 
@@ -50,6 +55,7 @@ from events.kinds import (
     SessionInputRequired,
     SessionReady,
     SessionStarting,
+    SessionTurnEnded,
     SessionWarning,
     SessionWorking,
     StopReason,
@@ -123,10 +129,14 @@ class SessionMachine:
         created: SessionCreated,
         config: SessionConfig,
         policy: PermissionPolicy,
+        *,
+        queued_input: bool = False,
     ) -> None:
         self.created = created
         self.config = config
         self.policy = policy
+        self.queued_input = queued_input
+        """The agent accepts input mid-turn (manifest capabilities.queued_input)."""
         self.session_id = created.session_id
         self.state = State.CREATED
         self.turn = 0
@@ -134,13 +144,19 @@ class SessionMachine:
         self.pending_permissions: dict[str, int] = {}
         self.pending_asks: dict[str, AskUser] = {}
         self.cost_usd = 0.0
-        self.turn_cause: int | None = None
+        self.in_flight: deque[tuple[int, int]] = deque()
+        """(turn, seq of its input) for every turn sent and not yet ended, oldest first."""
         self.turn_error: CapError | None = None
         self.last_stop: StopReason | None = None
         self.last_error: CapError | None = None
         self._budget_cancelled = False
 
     # ---- lifecycle --------------------------------------------------------
+    @property
+    def turn_cause(self) -> int | None:
+        """The input that caused what the agent does now: the oldest turn in flight."""
+        return self.in_flight[0][1] if self.in_flight else None
+
     @property
     def terminal(self) -> bool:
         return self.state in TERMINAL
@@ -250,7 +266,9 @@ class SessionMachine:
     def on_command(self, command: Event, seq: int) -> list[Output]:
         if isinstance(command, InputInjected):
             self.queue.append((command.text, seq))
-            return self._next_turn() if self.state is State.READY else []
+            if self.state is State.READY or (self.state in BUSY and self.queued_input):
+                return self._next_turn()
+            return []  # held: before ready, or mid-turn for an agent that cannot queue
         if isinstance(command, CancelRequested):
             if command.scope == "session":
                 return self._end(SessionCancelled(reason=command.reason), cancel=True)
@@ -301,10 +319,11 @@ class SessionMachine:
             return list(refused)
         text, seq = self.queue.popleft()
         self.turn += 1
-        self.state = State.WORKING
-        self.turn_cause = seq
-        self.turn_error = None
-        self._budget_cancelled = False
+        if self.state is State.READY:
+            self.state = State.WORKING
+            self.turn_error = None
+            self._budget_cancelled = False
+        self.in_flight.append((self.turn, seq))
         return [
             Emit((SessionWorking(turn=self.turn),), seq),
             Send(UserInputInject(content=(ContentBlock(text=text),)), seq),
@@ -392,16 +411,22 @@ class SessionMachine:
         return []
 
     def on_turn_ended(self, stop_reason: StopReason) -> list[Output]:
-        if self.state not in BUSY:
+        """The oldest turn in flight ended; the session idles once none is left."""
+        if self.state not in BUSY or not self.in_flight:
             return []
-        self.pending_permissions.clear()
-        self.pending_asks.clear()
+        turn, cause = self.in_flight.popleft()
         self.last_stop = stop_reason
         if stop_reason == "error":
             self.last_error = self.turn_error
+        out: list[Output] = [
+            Emit((SessionTurnEnded(turn=turn, stop_reason=stop_reason),), cause)
+        ]
+        if self.in_flight:
+            return out  # a prompt sent mid-turn is still being answered
+        self.pending_permissions.clear()
+        self.pending_asks.clear()
         self.state = State.READY
-        out: list[Output] = [Emit((SessionIdle(turn=self.turn, stop_reason=stop_reason),),
-                                  self.turn_cause)]
+        out.append(Emit((SessionIdle(turn=turn, stop_reason=stop_reason),), cause))
         return out + self._next_turn()
 
 

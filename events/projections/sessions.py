@@ -15,6 +15,7 @@ from events.kinds import (
     SessionInputRequired,
     SessionReady,
     SessionStarting,
+    SessionTurnEnded,
     SessionWorking,
 )
 from events.projections.base import Projection
@@ -34,8 +35,8 @@ class SessionView(msgspec.Struct, kw_only=True):
     ended_at: float | None = None
     turns: int = 0
     last_stop_reason: str | None = None
-    idle_turn: int = 0
-    """The last turn that ended."""
+    ended_turn: int = 0
+    """The highest turn that has ended."""
     last_error: str | None = None
     waiting_on: str | None = None
 
@@ -93,11 +94,16 @@ def _input_required(state: SessionsState, env: Envelope) -> None:
         view.waiting_on = f"{ev.reason}:{ev.ref}"
 
 
-def _idle(state: SessionsState, env: Envelope) -> None:
-    ev: SessionIdle = env.event  # type: ignore[assignment]
-    if view := _move(state, env, "ready"):
+def _turn_ended(state: SessionsState, env: Envelope) -> None:
+    ev: SessionTurnEnded = env.event  # type: ignore[assignment]
+    view = state.sessions.get(env.stream)
+    if view is not None and view.status not in TERMINAL_STATUSES:
         view.last_stop_reason = ev.stop_reason
-        view.idle_turn = ev.turn
+        view.ended_turn = max(view.ended_turn, ev.turn)
+
+
+def _idle(state: SessionsState, env: Envelope) -> None:
+    _move(state, env, "ready")
 
 
 def _failed(state: SessionsState, env: Envelope) -> None:
@@ -121,6 +127,7 @@ class SessionsProjection(Projection[SessionsState]):
         SessionReady: _status("ready"),
         SessionWorking: _working,
         SessionInputRequired: _input_required,
+        SessionTurnEnded: _turn_ended,
         SessionIdle: _idle,
         SessionCompleted: _status("completed"),
         SessionCancelled: _status("cancelled"),

@@ -57,7 +57,7 @@ async def test_input_before_ready_is_held_and_sent_only_after_ready(tmp_path):
         assert "cap.user_input.inject" not in kinds(orch.log)
         assert session.view.status == "starting"
         gated.gate.set()
-        await orch.wait_until(lambda s: s.sessions.sessions[session.id].idle_turn == 1)
+        await orch.wait_until(lambda s: s.sessions.sessions[session.id].ended_turn == 1)
         order = kinds(orch.log, session.id)
         assert order.index("session.ready") < order.index("cap.user_input.inject")
         assert order[:4] == ["session.created", "session.starting", "cap.session.config",
@@ -239,3 +239,18 @@ steps = [ { error = "tool_timeout", message = "slow tool", retryable = true }, {
         assert of_kind(orch.log, "cap.error")[-1].event.code == "cap_budget_exceeded"
         assert len(of_kind(orch.log, "cap.user_input.inject")) == 1
         await session.close()
+
+
+async def test_input_mid_turn_reaches_an_agent_that_queues_it_at_once(tmp_path, autojump_clock):
+    async with orchestrator() as orch:
+        session = await orch.start_session(cwd=tmp_path)  # cap-agent: queued_input = true
+        await session.inject("wait 100")
+        await session.wait_status("working")
+        second = await session.run_turn("and then this")
+        assert second.turn == 2 and second.stop_reason == "end_turn"
+        assert 'You said: "and then this"' in second.text
+        await session.close()
+    kinds = [env.kind for env in orch.log.read(1, session.id)]
+    injects = [i for i, k in enumerate(kinds) if k == "cap.user_input.inject"]
+    assert injects[1] < kinds.index("session.turn_ended")  # went out while turn 1 ran
+    assert kinds.count("session.turn_ended") == 2 and kinds.count("session.idle") == 1

@@ -30,6 +30,7 @@ from events.kinds import (
     SessionIdle,
     SessionInputRequired,
     SessionReady,
+    SessionTurnEnded,
     SessionWarning,
     SessionWorking,
     TextChunk,
@@ -38,10 +39,11 @@ from events.kinds import (
 )
 
 
-def machine(policy="deny", human=False, budget=None, high=False) -> SessionMachine:
+def machine(policy="deny", human=False, budget=None, high=False, queued=False) -> SessionMachine:
     created = SessionCreated(session_id="s", cwd="/w", agent="a", binding="inproc")
     config = SessionConfig(cwd="/w", budget_usd=budget)
-    return SessionMachine(created, config, PermissionPolicy(policy, high, human))
+    return SessionMachine(created, config, PermissionPolicy(policy, high, human),
+                          queued_input=queued)
 
 
 def events(outputs):
@@ -71,14 +73,35 @@ def test_config_is_the_first_frame_and_input_waits_for_ready():
     assert m.state is State.WORKING
 
 
-def test_input_during_a_turn_is_queued_and_sent_when_the_turn_ends():
+def test_input_during_a_turn_is_held_when_the_agent_cannot_queue_it():
     m = machine()
     ready(m)
     m.on_command(InputInjected(text="one"), 11)
     assert m.on_command(InputInjected(text="two"), 12) == []
     out = m.on_turn_ended("end_turn")
-    assert events(out) == [SessionIdle(turn=1, stop_reason="end_turn"), SessionWorking(turn=2)]
+    assert events(out) == [SessionTurnEnded(turn=1, stop_reason="end_turn"),
+                           SessionIdle(turn=1, stop_reason="end_turn"), SessionWorking(turn=2)]
     assert sent(out)[0].text == "two"
+
+
+def test_input_mid_turn_is_sent_at_once_when_the_agent_queues_it():
+    m = machine(queued=True)
+    ready(m)
+    m.on_command(InputInjected(text="one"), 11)
+    out = m.on_command(InputInjected(text="two"), 12)
+    assert events(out) == [SessionWorking(turn=2)]
+    assert [(f.text, o.cause) for o in out if isinstance(o, Send) for f in [o.frame]] == [
+        ("two", 12)]
+    assert m.turn_cause == 11  # what the agent does now still belongs to turn 1
+    first = m.on_turn_ended("end_turn")
+    assert events(first) == [SessionTurnEnded(turn=1, stop_reason="end_turn")]
+    assert [o.cause for o in first] == [11]
+    assert m.state is State.WORKING and m.turn_cause == 12
+    second = m.on_turn_ended("end_turn")
+    assert events(second) == [SessionTurnEnded(turn=2, stop_reason="end_turn"),
+                              SessionIdle(turn=2, stop_reason="end_turn")]
+    assert m.state is State.READY
+    assert m.on_turn_ended("end_turn") == []  # a spurious extra end changes nothing
 
 
 def test_state_table_refuses_commands_the_state_does_not_accept():

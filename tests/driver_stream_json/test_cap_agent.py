@@ -123,7 +123,7 @@ async def test_interrupt_then_next_turn(agent: tuple[Orchestrator, str, Path]) -
         await session.inject("wait 30")
         await session.wait_status("working")
         await session.cancel()
-        await orch.wait_until(lambda s: s.sessions.sessions[session.id].idle_turn >= 1)
+        await orch.wait_until(lambda s: s.sessions.sessions[session.id].ended_turn >= 1)
         after = await session.run_turn("think: again")
         await session.close()
     stops = [i.stop_reason for i in events_of(orch, session.id, SessionIdle)]

@@ -21,6 +21,7 @@ from events.kinds import (
     PermissionDecided,
     PermissionRequest,
     SessionIdle,
+    SessionTurnEnded,
     TextChunk,
     Thought,
     ToolCallEnd,
@@ -99,7 +100,7 @@ async def test_write_allowed_by_a_human_runs(
         assert request.intent["file_path"] == str(target)
         assert not target.exists()
         await session.decide(request.req_id, "allow_once")
-        await orch.wait_until(lambda s: s.sessions.sessions[session.id].idle_turn >= 1)
+        await orch.wait_until(lambda s: s.sessions.sessions[session.id].ended_turn >= 1)
         view = await session.close()
     assert target.read_text() == "hi from claude\n"
     assert view.status == "completed"
@@ -148,7 +149,7 @@ async def test_interrupt_cancels_the_turn_and_the_session_goes_on(
         # Readiness on output: cancel once the reply is visibly streaming.
         await orch.wait_until(lambda _: bool(events_of(orch, session.id, TextChunk)))
         await session.cancel()
-        await orch.wait_until(lambda s: s.sessions.sessions[session.id].idle_turn >= 1)
+        await orch.wait_until(lambda s: s.sessions.sessions[session.id].ended_turn >= 1)
         assert session.view.last_stop_reason == "cancelled"  # type: ignore[union-attr]
         again = await session.run_turn("are you there?")
         view = await session.close()
@@ -159,3 +160,35 @@ async def test_interrupt_cancels_the_turn_and_the_session_goes_on(
     streamed = "".join(c.text for c in events_of(orch, session.id, TextChunk)
                        if c.channel == "assistant" and c.message_id != "")
     assert streamed.endswith("back again") and len(streamed) < len(slow) + len("back again")
+
+
+async def test_prompts_sent_mid_turn_go_out_at_once_and_every_turn_ends(
+    claude: tuple[Orchestrator, Path], model_server: ModelServer
+) -> None:
+    """Claude Code queues mid-turn prompts and coalesces them into one turn whose
+    result names both uuids; each prompt's turn must still end exactly once."""
+    orch, workdir = claude
+    slow = " ".join(f"word{i}" for i in range(60))
+    model_server.set_script(script_from_obj({"turns": [
+        {"text": slow, "delay_ms": 50}, {"text": "both noted"}]}))
+    with trio.fail_after(SECONDS):
+        session = await orch.start_session("claude-code", "stream-json", cwd=workdir)
+        first = await session.inject("talk slowly")
+        await orch.wait_until(lambda _: bool(events_of(orch, session.id, TextChunk)))
+        two = await session.inject("remember two")
+        three = await session.inject("remember three")
+        assert (first.turn, two.turn, three.turn) == (1, 2, 3)
+        await orch.wait_until(lambda s: s.sessions.sessions[session.id].ended_turn >= 3)
+        view = await session.close()
+    assert view.status == "completed"
+    kinds = [env.kind for env in orch.log.read(1, session.id)]
+    sent = [i for i, k in enumerate(kinds) if k == "cap.user_input.inject"]
+    assert len(sent) == 3 and sent[2] < kinds.index("session.turn_ended")  # sent mid-turn
+    ended = events_of(orch, session.id, SessionTurnEnded)
+    assert [(e.turn, e.stop_reason) for e in ended] == [(1, "end_turn"), (2, "end_turn"),
+                                                        (3, "end_turn")]
+    assert len(events_of(orch, session.id, SessionIdle)) == 1  # idle only when none in flight
+    # the model saw the two mid-turn prompts coalesced into one user message
+    last_user = model_server.records[-1]["body"]["messages"]
+    texts = str([m for m in last_user if m["role"] == "user"][-1])
+    assert "remember two" in texts and "remember three" in texts
