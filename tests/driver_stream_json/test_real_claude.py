@@ -17,6 +17,7 @@ from actors.model_server import ModelServer, script_from_obj
 from actors.orchestrator import Orchestrator
 from events.kinds import (
     AgentRaw,
+    CapError,
     CapSessionReady,
     PermissionDecided,
     PermissionRequest,
@@ -192,3 +193,41 @@ async def test_prompts_sent_mid_turn_go_out_at_once_and_every_turn_ends(
     last_user = model_server.records[-1]["body"]["messages"]
     texts = str([m for m in last_user if m["role"] == "user"][-1])
     assert "remember two" in texts and "remember three" in texts
+
+
+async def test_an_api_error_from_the_model_becomes_a_typed_cap_error(
+    claude: tuple[Orchestrator, Path], model_server: ModelServer
+) -> None:
+    orch, workdir = claude
+    model_server.set_script(script_from_obj({"turns": [
+        {"text": "never seen", "error": {"status": 401, "message": "invalid x-api-key",
+                                          "times": 5}},
+        {"text": "fine now"}]}))
+    with trio.fail_after(SECONDS):
+        session = await orch.start_session("claude-code", "stream-json", cwd=workdir)
+        failed = await session.run_turn("hello?")
+        view = await session.close()
+    assert failed.stop_reason == "error"
+    errors = events_of(orch, session.id, CapError)
+    assert errors and errors[-1].code == "auth_error", errors
+    assert view.status == "failed" and view.last_error.startswith("auth_error")
+
+
+async def test_rate_limiting_is_a_retryable_rate_limit_error_and_the_session_goes_on(
+    claude: tuple[Orchestrator, Path], model_server: ModelServer
+) -> None:
+    """Claude Code 2.1.332 gives up on a 429 from this endpoint at once (no retry seen)."""
+    orch, workdir = claude
+    model_server.set_script(script_from_obj({"turns": [
+        {"text": "after the limit", "error": {"status": 429, "message": "slow down",
+                                               "retry_after": 0, "times": 1}}]}))
+    with trio.fail_after(SECONDS):
+        session = await orch.start_session("claude-code", "stream-json", cwd=workdir)
+        limited = await session.run_turn("hello?")
+        again = await session.run_turn("hello again?")
+        view = await session.close()
+    assert limited.stop_reason == "error"
+    (error,) = events_of(orch, session.id, CapError)
+    assert error.code == "rate_limit" and error.retryable and "429" in error.message
+    assert (again.text, again.stop_reason) == ("after the limit", "end_turn")
+    assert view.status == "completed"
