@@ -98,14 +98,42 @@ _QUIET_SYSTEM = frozenset({
 
 @attrs.define
 class _Block:
-    """One streamed content block: what was received and how much of it was emitted."""
+    """One streamed content block: what was received and how much of it was emitted.
+
+    Text is kept as its deltas (joined only when the ``assistant`` frame is
+    compared with it): a long reply arrives as tens of thousands of deltas and
+    growing one string would copy it each time.
+    """
 
     type: str
-    text: str = ""
+    parts: list[str] = attrs.Factory(list)
+    length: int = 0
     emitted: int = 0
     tool_id: str | None = None
     tool_name: str | None = None
     partial_json: str = ""
+
+    @property
+    def text(self) -> str:
+        if len(self.parts) > 1:
+            self.parts = ["".join(self.parts)]
+        return self.parts[0] if self.parts else ""
+
+    def add(self, piece: str) -> None:
+        self.parts.append(piece)
+        self.length += len(piece)
+
+    def replace(self, full: str) -> None:
+        self.parts = [full]
+        self.length = len(full)
+
+    def unemitted(self) -> str:
+        """What has not been emitted yet; usually just the last delta."""
+        gap = self.length - self.emitted
+        last = self.parts[-1] if self.parts else ""
+        piece = last if gap == len(last) else self.text[self.emitted:]
+        self.emitted = self.length
+        return piece
 
 
 @attrs.define
@@ -318,10 +346,10 @@ class StreamJsonDriver:
             delta = ev.delta
             dkind = type(delta)
             if dkind is f.TextDelta:
-                block.text += delta.text
+                block.add(delta.text)
                 self._emit_block(msg, block, out, meta)
             elif dkind is f.ThinkingDelta:
-                block.text += delta.thinking
+                block.add(delta.thinking)
                 self._emit_block(msg, block, out, meta)
             elif dkind is f.InputJsonDelta:
                 block.partial_json += delta.partial_json
@@ -344,10 +372,9 @@ class StreamJsonDriver:
 
     def _emit_block(self, msg: str, block: _Block, out: list[Output],
                     meta: dict[str, Any] | None) -> None:
-        if len(block.text) <= block.emitted:
+        if block.length <= block.emitted:
             return
-        piece = block.text[block.emitted:]
-        block.emitted = len(block.text)
+        piece = block.unemitted()
         if block.type == "thinking":
             out.append(Thought(message_id=msg, text=piece, meta=meta))
         else:
@@ -379,7 +406,7 @@ class StreamJsonDriver:
                 block = known if known is not None and known.type == kind else _Block(type=kind)
                 # Complete what the deltas missed; never repeat what they gave.
                 if full.startswith(block.text[:block.emitted]):
-                    block.text = full
+                    block.replace(full)
                     self._emit_block(msg, block, out, meta)
             elif isinstance(content, f.ToolUseBlock | f.ServerToolUseBlock):
                 self._start_tool(content.id, content.name, content.input, out, meta)
