@@ -14,6 +14,10 @@ from actors.runtime import (
     open_actor_system,
 )
 
+SLOW_CLEANUP = 0.5
+"""Virtual seconds (the tests that use it run on the autojump clock): a cleanup that takes
+time, to hold it against the grace period — the behaviour under test, not a synchronisation."""
+
 
 class Recorder(Actor):
     def __init__(self, seen: list, fail_on=None, cleanup: list | None = None) -> None:
@@ -30,7 +34,7 @@ class Recorder(Actor):
         finally:
             if self.cleanup is not None:
                 with ctx.shielded():
-                    await trio.sleep(0.5)  # cleanup that takes time during cancellation
+                    await trio.sleep(SLOW_CLEANUP)  # cleanup that takes time while cancelled
                     self.cleanup.append("cleaned")
 
 

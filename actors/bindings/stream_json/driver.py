@@ -32,6 +32,13 @@ import attrs
 import msgspec
 
 from actors.bindings.stream_json import frames as f
+from actors.bindings.stream_json.driver_blocks import (
+    RAW_LIMIT,
+    PendingPermission,
+    StreamedBlock,
+    raw_event,
+    result_text,
+)
 from actors.bindings.stream_json.driver_frames import (
     CommandLifecycle,
     DriverAssistant,
@@ -45,7 +52,6 @@ from actors.bindings.stream_json.driver_rules import error_code, tool_scope
 from actors.connection import TurnEnded
 from actors.risk import infer_risk
 from events.kinds import (
-    AgentRaw,
     Artifact,
     AskUserAnswer,
     Cancel,
@@ -63,10 +69,6 @@ from events.kinds import (
     Usage,
     UserInputInject,
 )
-
-BINDING = "stream-json"
-RAW_LIMIT = 64 * 1024
-"""Bytes of an unmapped line kept in the log (the rest is counted, not stored)."""
 
 
 @attrs.frozen
@@ -94,70 +96,6 @@ _QUIET_SYSTEM = frozenset({
     "compact_boundary", "cap.transcript_diff",
 })
 """Known ``system`` subtypes with nothing for CAP: dropped, not kept raw."""
-
-
-@attrs.define
-class _Block:
-    """One streamed content block: what was received and how much of it was emitted.
-
-    Text is kept as its deltas (joined only when the ``assistant`` frame is
-    compared with it): a long reply arrives as tens of thousands of deltas and
-    growing one string would copy it each time.
-    """
-
-    type: str
-    parts: list[str] = attrs.Factory(list)
-    length: int = 0
-    emitted: int = 0
-    tool_id: str | None = None
-    tool_name: str | None = None
-    partial_json: str = ""
-
-    @property
-    def text(self) -> str:
-        if len(self.parts) > 1:
-            self.parts = ["".join(self.parts)]
-        return self.parts[0] if self.parts else ""
-
-    def add(self, piece: str) -> None:
-        self.parts.append(piece)
-        self.length += len(piece)
-
-    def replace(self, full: str) -> None:
-        self.parts = [full]
-        self.length = len(full)
-
-    def unemitted(self) -> str:
-        """What has not been emitted yet; usually just the last delta."""
-        gap = self.length - self.emitted
-        last = self.parts[-1] if self.parts else ""
-        piece = last if gap == len(last) else self.text[self.emitted:]
-        self.emitted = self.length
-        return piece
-
-
-@attrs.define
-class _Pending:
-    input: dict[str, Any]
-    suggestions: list[dict[str, Any]] | None
-
-
-def _raw(reason: str, data: bytes, source: str = "stdout") -> AgentRaw:
-    text = data[:RAW_LIMIT].decode("utf-8", errors="replace")
-    return AgentRaw(binding=BINDING, reason=reason, text=text, source=source,  # type: ignore[arg-type]
-                    truncated=max(0, len(data) - RAW_LIMIT))
-
-
-def _result_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    parts = []
-    for item in content:
-        if isinstance(item, dict) and item.get("type") == "text":
-            parts.append(str(item.get("text", "")))
-    return "".join(parts)
 
 
 class StreamJsonDriver:
@@ -189,12 +127,12 @@ class StreamJsonDriver:
         self._last_result_key: tuple[Any, ...] | None = None
         self._last_result_uuid: str | None = None
         self._init_key: tuple[Any, ...] | None = None
-        self._blocks: dict[str, list[_Block]] = {}  # message id → streamed blocks, in order
-        self._by_index: dict[tuple[str, int], _Block] = {}
+        self._blocks: dict[str, list[StreamedBlock]] = {}  # message id → streamed blocks, in order
+        self._by_index: dict[tuple[str, int], StreamedBlock] = {}
         self._confirmed: dict[str, int] = {}  # message id → assistant blocks seen
         self._current_message: str | None = None
         self._tools_started: set[str] = set()
-        self._permissions: dict[str, _Pending] = {}
+        self._permissions: dict[str, PendingPermission] = {}
 
     # ---- state ------------------------------------------------------------
     @property
@@ -295,7 +233,7 @@ class StreamJsonDriver:
                     details={"raw": item.raw[:RAW_LIMIT].decode("utf-8", errors="replace"),
                              "size": size}))
             else:
-                out.append(_raw(item.reason, item.raw))
+                out.append(raw_event(item.reason, item.raw))
         return out
 
     def _frame(self, frame: Any, raw: bytes, out: list[Output]) -> None:
@@ -316,7 +254,7 @@ class StreamJsonDriver:
             self._control_response(frame, raw, out)
         elif kind is f.ControlCancelRequest:
             if self._permissions.pop(frame.request_id, None) is not None:
-                out.append(_raw("permission_withdrawn", raw))
+                out.append(raw_event("permission_withdrawn", raw))
         elif kind is f.RateLimitEvent:
             status = str(frame.rate_limit_info.get("status", ""))
             if status == "rejected":
@@ -325,7 +263,7 @@ class StreamJsonDriver:
         elif kind is CommandLifecycle or kind is f.KeepAlive:
             pass
         else:
-            out.append(_raw("unhandled_frame", raw))
+            out.append(raw_event("unhandled_frame", raw))
 
     # -- text, thinking and tool calls --
     def _stream_event(self, frame: f.StreamEvent, out: list[Output]) -> None:
@@ -355,7 +293,7 @@ class StreamJsonDriver:
                 block.partial_json += delta.partial_json
         elif kind is f.ContentBlockStart:
             cb = ev.content_block
-            block = _Block(type=cb.__struct_config__.tag)  # type: ignore[arg-type]
+            block = StreamedBlock(type=cb.__struct_config__.tag)  # type: ignore[arg-type]
             if isinstance(cb, f.ToolUseBlock | f.ServerToolUseBlock):
                 block.tool_id, block.tool_name = cb.id, cb.name
             self._blocks.setdefault(msg, []).append(block)
@@ -370,7 +308,7 @@ class StreamJsonDriver:
                     args = {"_partial_json": block.partial_json}
                 self._start_tool(block.tool_id, block.tool_name or "", args, out, meta)
 
-    def _emit_block(self, msg: str, block: _Block, out: list[Output],
+    def _emit_block(self, msg: str, block: StreamedBlock, out: list[Output],
                     meta: dict[str, Any] | None) -> None:
         if block.length <= block.emitted:
             return
@@ -403,7 +341,8 @@ class StreamJsonDriver:
             if isinstance(content, f.TextBlock | f.ThinkingBlock):
                 full = content.text if isinstance(content, f.TextBlock) else content.thinking
                 kind = "text" if isinstance(content, f.TextBlock) else "thinking"
-                block = known if known is not None and known.type == kind else _Block(type=kind)
+                same = known is not None and known.type == kind
+                block = known if same else StreamedBlock(type=kind)  # type: ignore[assignment]
                 # Complete what the deltas missed; never repeat what they gave.
                 if full.startswith(block.text[:block.emitted]):
                     block.replace(full)
@@ -428,7 +367,7 @@ class StreamJsonDriver:
             for block in content:
                 if isinstance(block, f.ToolResultBlock):
                     out.append(ToolCallEnd(call_id=block.tool_use_id,
-                                           output=_result_text(block.content),
+                                           output=result_text(block.content),
                                            is_error=bool(block.is_error), meta=meta))
                 elif isinstance(block, f.TextBlock):
                     notices.append(block.text)
@@ -441,7 +380,7 @@ class StreamJsonDriver:
     def _result(self, frame: DriverResult, raw: bytes, out: list[Output]) -> None:
         live = self._closes(frame)
         if not live:
-            out.append(_raw("duplicate_result", raw))
+            out.append(raw_event("duplicate_result", raw))
             return
         for uuid in live:
             self._pending_turns.remove(uuid)
@@ -540,7 +479,7 @@ class StreamJsonDriver:
             key = (frame.session_id, frame.model, frame.cwd, frame.permission_mode,
                    tuple(frame.tools or ()), tuple(frame.slash_commands or ()))
             if key != self._init_key:
-                out.append(_raw("init" if self._init_key is None else "init_changed", raw))
+                out.append(raw_event("init" if self._init_key is None else "init_changed", raw))
                 self._init_key = key
         elif sub == "api_retry":
             status = frame.error_status
@@ -554,9 +493,9 @@ class StreamJsonDriver:
             try:
                 out.append(self._cap_extension(sub, frame.cap))
             except msgspec.ValidationError as exc:
-                out.append(_raw(f"unreadable {sub}: {exc}", raw))
+                out.append(raw_event(f"unreadable {sub}: {exc}", raw))
         elif sub not in _QUIET_SYSTEM:
-            out.append(_raw("unknown_system_frame", raw))
+            out.append(raw_event("unknown_system_frame", raw))
 
     def _cap_extension(self, sub: str, payload: Any) -> Event:
         """trio-cap's own agent carries CAP events on ``system/cap.*`` (shared frames)."""
@@ -579,13 +518,13 @@ class StreamJsonDriver:
             return
         # Hooks, SDK MCP servers, anything else: trio-cap registered none of them.
         subtype = decoded if isinstance(decoded, str) else decoded.__struct_config__.tag
-        out.append(_raw("unsupported_control_request", raw))
+        out.append(raw_event("unsupported_control_request", raw))
         body = f.ResponseBody(subtype="error", request_id=frame.request_id,
                               error=f"trio-cap does not serve {subtype!r} requests")
         out.append(ToAgent(f.encode_line(f.ControlResponse(response=body))))
 
     def _can_use_tool(self, req_id: str, req: f.CanUseTool, out: list[Output]) -> None:
-        self._permissions[req_id] = _Pending(req.input, req.permission_suggestions)
+        self._permissions[req_id] = PendingPermission(req.input, req.permission_suggestions)
         scope = tool_scope(req.tool_name)
         details = {k: v for k, v in (("tool_use_id", req.tool_use_id),
                                      ("description", req.description),
@@ -601,7 +540,7 @@ class StreamJsonDriver:
         body = frame.response
         if body.request_id != self._init_request or self.state is not DriverState.INITIALIZING:
             if body.subtype == "error":
-                out.append(_raw("control_error", raw))
+                out.append(raw_event("control_error", raw))
             return
         if body.subtype == "error":
             self.state = DriverState.FAILED

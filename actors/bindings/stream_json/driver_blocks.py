@@ -1,0 +1,77 @@
+"""Pieces of the stream-json driver's state: streamed blocks, pending prompts, raw lines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from events.kinds import AgentRaw
+
+BINDING = "stream-json"
+RAW_LIMIT = 64 * 1024
+"""Bytes of an unmapped line kept in the log (the rest is counted, not stored)."""
+
+
+@attrs.define
+class StreamedBlock:
+    """One streamed content block: what was received and how much of it was emitted.
+
+    Text is kept as its deltas (joined only when the ``assistant`` frame is
+    compared with it): a long reply arrives as tens of thousands of deltas and
+    growing one string would copy it each time.
+    """
+
+    type: str
+    parts: list[str] = attrs.Factory(list)
+    length: int = 0
+    emitted: int = 0
+    tool_id: str | None = None
+    tool_name: str | None = None
+    partial_json: str = ""
+
+    @property
+    def text(self) -> str:
+        if len(self.parts) > 1:
+            self.parts = ["".join(self.parts)]
+        return self.parts[0] if self.parts else ""
+
+    def add(self, piece: str) -> None:
+        self.parts.append(piece)
+        self.length += len(piece)
+
+    def replace(self, full: str) -> None:
+        self.parts = [full]
+        self.length = len(full)
+
+    def unemitted(self) -> str:
+        """What has not been emitted yet; usually just the last delta."""
+        gap = self.length - self.emitted
+        last = self.parts[-1] if self.parts else ""
+        piece = last if gap == len(last) else self.text[self.emitted:]
+        self.emitted = self.length
+        return piece
+
+
+@attrs.define
+class PendingPermission:
+    input: dict[str, Any]
+    suggestions: list[dict[str, Any]] | None
+
+
+def raw_event(reason: str, data: bytes, source: str = "stdout") -> AgentRaw:
+    text = data[:RAW_LIMIT].decode("utf-8", errors="replace")
+    return AgentRaw(binding=BINDING, reason=reason, text=text, source=source,  # type: ignore[arg-type]
+                    truncated=max(0, len(data) - RAW_LIMIT))
+
+
+def result_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for item in content:
+        if isinstance(item, dict) and item.get("type") == "text":
+            parts.append(str(item.get("text", "")))
+    return "".join(parts)
