@@ -23,13 +23,13 @@ from typing import Any
 import trio
 
 from actors.bindings.stream_json.driver import (
-    BINDING,
     DriverState,
     Output,
     StreamJsonDriver,
     ToAgent,
 )
 from actors.bindings.stream_json.driver_argv import driver_argv
+from actors.bindings.stream_json.driver_blocks import BINDING
 from actors.connection import AgentBatch, AgentGone, AgentSpec, ConnectError, TurnEnded
 from actors.peers.process import kill_process_group
 from events.kinds import AgentRaw, Cancel, CancelScope, Event
