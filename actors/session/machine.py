@@ -278,9 +278,10 @@ class SessionMachine:
         if isinstance(command, PermissionDecided):
             del self.pending_permissions[command.req_id]
             # _meta (a rewritten input, cap.updated_input) travels with the decision
+            meta = _with_message(command.meta, command.decision, command.reason)
             out: list[Output] = [Send(PermissionResponse(req_id=command.req_id,
                                                          decision=command.decision,
-                                                         meta=command.meta), seq)]
+                                                         meta=meta), seq)]
             return out + self._maybe_resume(seq)
         if isinstance(command, AskAnswered):
             del self.pending_asks[command.ask_id]
@@ -366,7 +367,9 @@ class SessionMachine:
                                        by=decided.by, reason=reason),),
                     seq,
                 ),
-                Send(PermissionResponse(req_id=req.req_id, decision=decided.decision), seq),
+                Send(PermissionResponse(req_id=req.req_id, decision=decided.decision,
+                                        meta=_with_message(None, decided.decision, reason)),
+                     seq),
             ]
         self.pending_permissions[req.req_id] = seq
         return self._wait_for_human("permission", req.req_id, seq)
@@ -428,6 +431,15 @@ class SessionMachine:
         self.state = State.READY
         out.append(Emit((SessionIdle(turn=turn, stop_reason=stop_reason),), cause))
         return out + self._next_turn()
+
+
+def _with_message(
+    meta: dict[str, Any] | None, decision: str, reason: str
+) -> dict[str, Any] | None:
+    """A refusal tells the agent why (``_meta["cap.message"]``), so the model can adapt."""
+    if decision != "deny" or not reason:
+        return meta
+    return {**(meta or {}), "cap.message": reason}
 
 
 def _unknown_permission(req_id: str) -> CapError:

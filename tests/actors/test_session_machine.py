@@ -123,7 +123,9 @@ def test_deny_policy_refuses_and_names_the_flag():
     out = m.on_agent([req], 20)
     decided = events(out)[0]
     assert decided.decision == "deny" and "--permissions" in decided.reason
-    assert sent(out) == [PermissionResponse(req_id="p1", decision="deny")]
+    # the agent is told why, so the model can adapt
+    assert sent(out) == [PermissionResponse(req_id="p1", decision="deny",
+                                            meta={"cap.message": decided.reason})]
     assert m.state is State.WORKING
 
 

@@ -134,7 +134,8 @@ async def test_write_denied_by_policy_does_not_run(
     assert result.stop_reason == "end_turn"
     # The model saw the refusal as the tool result and went on.
     follow_up = model_server.records[-1]["body"]["messages"][-1]["content"]
-    assert any(b.get("type") == "tool_result" and b.get("is_error") for b in follow_up)
+    refusals = [b for b in follow_up if b.get("type") == "tool_result" and b.get("is_error")]
+    assert refusals and "--permissions" in str(refusals[0]["content"])  # told why
 
 
 async def test_interrupt_cancels_the_turn_and_the_session_goes_on(

@@ -187,7 +187,9 @@ class StreamJsonDriver:
             return b""  # withdrawn by the agent, or never ours: answering would confuse it
         result: f.PermissionResult
         if frame.decision == "deny":
-            result = f.PermissionDeny(message="The user denied this tool call (trio-cap).")
+            why = (frame.meta or {}).get("cap.message")
+            result = f.PermissionDeny(message=str(why) if why else
+                                      "The user denied this tool call (trio-cap).")
         else:
             updates = None
             if frame.decision == "allow_always" and pending.suggestions:
