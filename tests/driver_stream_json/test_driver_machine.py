@@ -13,6 +13,8 @@ from actors.bindings.stream_json.driver_rules import error_code
 from actors.connection import TurnEnded
 from events.kinds import (
     AgentRaw,
+    AskUser,
+    AskUserAnswer,
     Cancel,
     CapError,
     CapSessionReady,
@@ -468,3 +470,22 @@ def test_argv_adds_the_session_config_to_the_manifest_argv() -> None:
                        "--include-partial-messages", "--permission-prompt-tool", "stdio",
                        "--permission-mode", "default", "--resume", "old",
                        "--input-format", "stream-json")
+
+
+def test_ask_user_question_is_an_ask_and_the_answer_fills_its_input() -> None:
+    driver = ready_driver()
+    driver.send(prompt("x"))
+    question = {"questions": [{"question": "Which DB?", "header": "DB", "multiSelect": False,
+                               "options": [{"label": "pg", "description": ""},
+                                           {"label": "sqlite", "description": ""}]}]}
+    (ask,) = driver.receive_data(can_use_tool("q1", "AskUserQuestion", question))
+    assert isinstance(ask, AskUser) and (ask.ask_id, ask.prompt) == ("q1", "Which DB?")
+    assert [c["const"] for c in ask.form["oneOf"]] == ["pg", "sqlite"]
+    assert driver.pending_permissions == frozenset()  # not a permission
+    answer = sent(driver.send(AskUserAnswer(ask_id="q1", value="sqlite")))
+    assert answer["response"]["response"] == {
+        "behavior": "allow", "updatedInput": {**question, "answers": {"Which DB?": "sqlite"}}}
+    assert driver.send(AskUserAnswer(ask_id="q1", value="pg")) == b""  # answered once
+    driver.receive_data(can_use_tool("q2", "AskUserQuestion", question))
+    declined = sent(driver.send(AskUserAnswer(ask_id="q2", value=None)))
+    assert declined["response"]["response"]["behavior"] == "deny"

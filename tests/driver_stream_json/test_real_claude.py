@@ -232,3 +232,37 @@ async def test_rate_limiting_is_a_retryable_rate_limit_error_and_the_session_goe
     assert error.code == "rate_limit" and error.retryable and "429" in error.message
     assert (again.text, again.stop_reason) == ("after the limit", "end_turn")
     assert view.status == "completed"
+
+
+async def test_claude_asking_the_user_is_a_cap_ask_answered_by_a_human(
+    claude: tuple[Orchestrator, Path], model_server: ModelServer
+) -> None:
+    orch, workdir = claude
+    question = {"questions": [{"question": "Which database?", "header": "DB",
+                               "multiSelect": False,
+                               "options": [{"label": "postgres", "description": "server"},
+                                           {"label": "sqlite", "description": "a file"}]}]}
+    model_server.set_script(script_from_obj({"rules": [{
+        "match": "pick a database", "text": "Let me ask.",
+        "tool_calls": [{"name": "AskUserQuestion", "arguments": question}],
+        "then": {"text": "Going with your choice."}}]}))
+    with trio.fail_after(SECONDS):
+        session = await orch.start_session("claude-code", "stream-json", cwd=workdir,
+                                           human=True)
+        accepted = await session.inject("pick a database for me")
+        view = await session.wait_status("input_required")
+        (ask,) = orch.state.pending.asks[session.id].values()
+        assert view.waiting_on == f"ask:{ask.ask_id}"
+        assert ask.prompt == "Which database?"
+        assert [c["const"] for c in ask.form["oneOf"]] == ["postgres", "sqlite"]
+        assert events_of(orch, session.id, PermissionRequest) == []
+        await session.answer(ask.ask_id, "sqlite")
+        await orch.wait_until(lambda s: s.sessions.sessions[session.id].ended_turn >= 1)
+        await session.close()
+    assert accepted.turn == 1
+    follow_up = model_server.records[-1]["body"]["messages"][-1]["content"]
+    results = [b for b in follow_up if b.get("type") == "tool_result"]
+    assert results and "sqlite" in str(results[0]["content"])
+    text = "".join(c.text for c in events_of(orch, session.id, TextChunk)
+                   if c.channel == "assistant")
+    assert text.endswith("Going with your choice.")

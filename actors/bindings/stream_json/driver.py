@@ -32,6 +32,7 @@ import attrs
 import msgspec
 
 from actors.bindings.stream_json import frames as f
+from actors.bindings.stream_json.driver_asks import ASK_TOOL, answered_input, ask_from_tool
 from actors.bindings.stream_json.driver_blocks import (
     RAW_LIMIT,
     PendingPermission,
@@ -133,6 +134,7 @@ class StreamJsonDriver:
         self._current_message: str | None = None
         self._tools_started: set[str] = set()
         self._permissions: dict[str, PendingPermission] = {}
+        self._asks: dict[str, dict[str, Any]] = {}  # AskUserQuestion prompts: request id → input
 
     # ---- state ------------------------------------------------------------
     @property
@@ -164,9 +166,10 @@ class StreamJsonDriver:
             return self._permission_response(frame)
         if isinstance(frame, Cancel):
             return self._interrupt() if frame.scope == "current_turn" else b""
-        if isinstance(frame, SessionConfig | AskUserAnswer):
-            # The config went into the argv at spawn; Claude Code asks through tools.
-            return b""
+        if isinstance(frame, AskUserAnswer):
+            return self._ask_answer(frame)
+        if isinstance(frame, SessionConfig):
+            return b""  # the config went into the argv at spawn
         return b""
 
     def _user(self, frame: UserInputInject) -> bytes:
@@ -201,6 +204,19 @@ class StreamJsonDriver:
                 updated_input=updated if isinstance(updated, dict) else pending.input,
                 updated_permissions=updates)
         body = f.ResponseBody(subtype="success", request_id=frame.req_id,
+                              response=msgspec.to_builtins(result))
+        return f.encode_line(f.ControlResponse(response=body))
+
+    def _ask_answer(self, frame: AskUserAnswer) -> bytes:
+        asked = self._asks.pop(frame.ask_id, None)
+        if asked is None:
+            return b""  # withdrawn by the agent, or never ours
+        result: f.PermissionResult
+        if frame.value is None:
+            result = f.PermissionDeny(message="The user declined to answer.")
+        else:
+            result = f.PermissionAllow(updated_input=answered_input(asked, frame.value))
+        body = f.ResponseBody(subtype="success", request_id=frame.ask_id,
                               response=msgspec.to_builtins(result))
         return f.encode_line(f.ControlResponse(response=body))
 
@@ -255,7 +271,8 @@ class StreamJsonDriver:
         elif kind is f.ControlResponse:
             self._control_response(frame, raw, out)
         elif kind is f.ControlCancelRequest:
-            if self._permissions.pop(frame.request_id, None) is not None:
+            withdrawn = self._asks.pop(frame.request_id, None) is not None
+            if self._permissions.pop(frame.request_id, None) is not None or withdrawn:
                 out.append(raw_event("permission_withdrawn", raw))
         elif kind is f.RateLimitEvent:
             status = str(frame.rate_limit_info.get("status", ""))
@@ -526,6 +543,11 @@ class StreamJsonDriver:
         out.append(ToAgent(f.encode_line(f.ControlResponse(response=body))))
 
     def _can_use_tool(self, req_id: str, req: f.CanUseTool, out: list[Output]) -> None:
+        if req.tool_name == ASK_TOOL and (ask := ask_from_tool(req_id, req.input)) is not None:
+            # Claude Code asks the user through a tool: to CAP that is an ask, not a permission
+            self._asks[req_id] = req.input
+            out.append(ask)
+            return
         self._permissions[req_id] = PendingPermission(req.input, req.permission_suggestions)
         scope = tool_scope(req.tool_name)
         details = {k: v for k, v in (("tool_use_id", req.tool_use_id),
