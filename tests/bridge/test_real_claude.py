@@ -96,4 +96,45 @@ async def test_sdk_drives_real_claude_through_the_bridge(
     assert deny_result.is_error
     assert [d["tool_name"] for d in denied[-1].permission_denials] == ["Write"]
     follow_up = model_server.records[-1]["body"]["messages"][-1]["content"]
-    assert any(b.get("type") == "tool_result" and b.get("is_error") for b in follow_up)
+    refusals = [b for b in follow_up if b.get("type") == "tool_result" and b.get("is_error")]
+    assert refusals and "not this one" in str(refusals[0]["content"])  # the client's reason
+
+
+async def test_real_claude_asking_through_the_bridge_reaches_the_sdk_and_gets_the_answer(
+    bridge_cli: BridgeCli, peer: PeerFactory, model_server: ModelServer
+) -> None:
+    penv, workdir = peer("claude-code")
+    question = {"questions": [{"question": "Which database?", "header": "DB",
+                               "multiSelect": False,
+                               "options": [{"label": "postgres", "description": "server"},
+                                           {"label": "sqlite", "description": "a file"}]}]}
+    model_server.set_script(script_from_obj({"rules": [{
+        "match": "pick a database", "text": "Let me ask.",
+        "tool_calls": [{"name": "AskUserQuestion", "arguments": question}],
+        "then": {"text": "Going with your choice."}}]}))
+    cli = bridge_cli("claude-code", "stream-json", env=penv.env)
+    asked: list[tuple[str, dict]] = []
+
+    async def can_use_tool(tool: str, tool_input: dict, _context) -> Any:
+        asked.append((tool, tool_input))
+        question = tool_input["questions"][0]["question"]
+        return PermissionResultAllow(updated_input={**tool_input,
+                                                    "answers": {question: "sqlite"}})
+
+    async def conversation() -> list[Any]:
+        opts = ClaudeAgentOptions(cli_path=cli, cwd=str(workdir), can_use_tool=can_use_tool)
+        async with ClaudeSDKClient(options=opts) as client:
+            await client.query("pick a database for me")
+            return [m async for m in client.receive_response()]
+
+    turn = await trio.to_thread.run_sync(
+        lambda: asyncio.run(asyncio.wait_for(conversation(), LIMIT)))
+    assert turn[-1].subtype == "success" and turn[-1].result == "Going with your choice."
+    ((tool, tool_input),) = asked
+    assert tool == "AskUserQuestion"
+    assert tool_input["questions"][0]["question"] == "Which database?"
+    labels = [o["label"] for o in tool_input["questions"][0]["options"]]
+    assert labels == ["postgres", "sqlite"]
+    follow_up = model_server.records[-1]["body"]["messages"][-1]["content"]
+    results = [b for b in follow_up if b.get("type") == "tool_result"]
+    assert results and "sqlite" in str(results[0]["content"])  # real Claude got the answer
