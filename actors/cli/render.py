@@ -8,6 +8,7 @@ import msgspec
 
 from events.envelope import Envelope
 from events.kinds import (
+    AgentRaw,
     Artifact,
     AskAnswered,
     AskUser,
@@ -68,6 +69,9 @@ def describe(ev: object) -> str:
             return f"turn {ev.turn} ended ({ev.stop_reason})"
         case SessionIdle():
             return "idle: waiting for input"
+        case AgentRaw():
+            cut = f", {ev.truncated} bytes more" if ev.truncated else ""
+            return f"raw {ev.source or 'output'} ({ev.reason}{cut}): {_short(ev.text, 80)}"
         case SessionCompleted():
             return f"completed after {ev.turns} turn(s)"
         case SessionCancelled():

@@ -25,13 +25,15 @@ from events.kinds import (
     SessionCompleted,
     SessionConfig,
     SessionFailed,
+    SessionIdle,
     SessionInputRequired,
     TextChunk,
     UserInputInject,
 )
 from events.log import FSYNC_POLICIES, FileEventLog, LogCorrupted, LogFormatError, LogLocked
 
-_QUIET = (SessionConfig, UserInputInject, PermissionResponse, AskUserAnswer, CapSessionReady)
+_QUIET = (SessionConfig, UserInputInject, PermissionResponse, AskUserAnswer, CapSessionReady,
+          SessionIdle)
 _TERMINAL = (SessionCompleted, SessionCancelled, SessionFailed)
 
 
