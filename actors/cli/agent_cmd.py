@@ -14,9 +14,8 @@ import sys
 import attrs
 import trio
 
-from actors.agent.script import ScriptError, load_script
 from actors.bindings.stream_json.agent_argv import PERMISSION_MODES, AgentOptions, split_rules
-from actors.cli.common import UsageError
+from actors.cli.common import UsageError, brain_script
 from actors.manifest import load_manifest
 from actors.manifest.convert import manifest_data
 from actors.manifest.dump import dumps
@@ -163,12 +162,7 @@ def run_agent(options: AgentOptions) -> int:
         raise UsageError("--binding is only meaningful with --bridge AGENT")
     if options.fsync not in FSYNC_POLICIES:
         raise UsageError(f"--fsync {options.fsync}: expected one of {', '.join(FSYNC_POLICIES)}")
-    script = None
-    if options.script:
-        try:
-            script = load_script(options.script)
-        except ScriptError as exc:
-            raise UsageError(str(exc)) from None
+    script = brain_script(options.script)
     for warning in options.warnings:
         print(f"cap-agent: {warning}", file=sys.stderr)
     if options.log:

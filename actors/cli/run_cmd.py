@@ -10,8 +10,7 @@ from pathlib import Path
 import msgspec
 import trio
 
-from actors.agent.script import ScriptError, load_script
-from actors.cli.common import EXIT_FAILED, EXIT_OK, UsageError
+from actors.cli.common import EXIT_FAILED, EXIT_OK, UsageError, brain_script
 from actors.cli.render import describe
 from actors.ids import run_id
 from actors.orchestrator import Orchestrator, Session, UnknownAgent, open_orchestrator
@@ -93,12 +92,7 @@ def run_command(args: argparse.Namespace) -> int:
     cwd = os.path.abspath(args.cwd or ".")
     if not os.path.isdir(cwd):
         raise UsageError(f"--cwd {cwd}: not a directory")
-    script = None
-    if args.script:
-        try:
-            script = load_script(args.script)
-        except ScriptError as exc:
-            raise UsageError(str(exc)) from None
+    script = brain_script(args.script)
     log_path = args.log or os.path.join(".cap", "runs", f"{run_id()}.caplog")
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     try:
