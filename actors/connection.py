@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
-from events.kinds import CancelScope, Event, SessionConfig, StopReason
+from trio_cap.events.kinds import CancelScope, Event, SessionConfig, StopReason
 
 
 @attrs.frozen

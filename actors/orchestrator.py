@@ -17,13 +17,13 @@ from typing import Any
 import attrs
 import trio
 
-from actors.agent.core import UPDATED_INPUT
-from actors.agent.script import Script, load_script
-from actors.bindings.inproc import InprocConnector
-from actors.bindings.stream_json.connector import StreamJsonConnector
-from actors.connection import AgentSpec, Connector
-from actors.ids import IdSource, RandomIds
-from actors.manifest import (
+from trio_cap.actors.agent.core import UPDATED_INPUT
+from trio_cap.actors.agent.script import Script, load_script
+from trio_cap.actors.bindings.inproc import InprocConnector
+from trio_cap.actors.bindings.stream_json.connector import StreamJsonConnector
+from trio_cap.actors.connection import AgentSpec, Connector
+from trio_cap.actors.ids import IdSource, RandomIds
+from trio_cap.actors.manifest import (
     AdHocError,
     BindingNotOffered,
     ManifestInvalid,
@@ -31,8 +31,8 @@ from actors.manifest import (
     Resolved,
     resolve_agent,
 )
-from actors.runtime import ActorNotFound, ActorSystem, Escalate, open_actor_system
-from actors.session.actor import (
+from trio_cap.actors.runtime import ActorNotFound, ActorSystem, Escalate, open_actor_system
+from trio_cap.actors.session.actor import (
     Accepted,
     Candidate,
     CloseSession,
@@ -41,11 +41,11 @@ from actors.session.actor import (
     SessionActor,
     SessionEnded,
 )
-from actors.session.machine import SessionMachine
-from actors.session.policy import POLICIES, PermissionPolicy
-from events.clock import Clock, SystemClock
-from events.envelope import Envelope
-from events.kinds import (
+from trio_cap.actors.session.machine import SessionMachine
+from trio_cap.actors.session.policy import POLICIES, PermissionPolicy
+from trio_cap.events.clock import Clock, SystemClock
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import (
     AskAnswered,
     CancelRequested,
     CancelScope,
@@ -58,9 +58,9 @@ from events.kinds import (
     StopReason,
     TextChunk,
 )
-from events.log import EventLog, FileEventLog, MemoryEventLog
-from events.projections import State, fold, initial_state
-from events.projections.sessions import TERMINAL_STATUSES, SessionView
+from trio_cap.events.log import EventLog, FileEventLog, MemoryEventLog
+from trio_cap.events.projections import State, fold, initial_state
+from trio_cap.events.projections.sessions import TERMINAL_STATUSES, SessionView
 
 BUILTIN_AGENT = "cap-agent"
 

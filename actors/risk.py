@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from events.kinds import RiskLevel
+from trio_cap.events.kinds import RiskLevel
 
 _ORDER: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
 

@@ -24,8 +24,8 @@ from typing import Any
 import attrs
 import trio
 
-from actors.ids import IdSource, RandomIds
-from events.clock import Clock, SystemClock
+from trio_cap.actors.ids import IdSource, RandomIds
+from trio_cap.events.clock import Clock, SystemClock
 
 logger = logging.getLogger("trio_cap.actors")
 

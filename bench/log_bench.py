@@ -17,9 +17,9 @@ import msgspec
 import trio
 
 from bench.common import median_rate, row
-from events.kinds import AnyEvent, TextChunk, ToolCallStart, Usage
-from events.log import FileEventLog, MemoryEventLog
-from events.projections import fold, initial_state
+from trio_cap.events.kinds import AnyEvent, TextChunk, ToolCallStart, Usage
+from trio_cap.events.log import FileEventLog, MemoryEventLog
+from trio_cap.events.projections import fold, initial_state
 
 BATCH = 256
 
@@ -126,8 +126,8 @@ def bench_replay(tmp: Path, events: list) -> tuple[float, float, float]:
 
 
 async def _through_session(n: int, log_factory) -> int:
-    from actors.agent.script import parse_script
-    from actors.orchestrator import open_orchestrator
+    from trio_cap.actors.agent.script import parse_script
+    from trio_cap.actors.orchestrator import open_orchestrator
 
     script = parse_script({"turn": [{"steps": [{"burst": n, "batch": 500}]}]})
     log = log_factory()

@@ -70,8 +70,8 @@ def bench_sdk(lines: list[bytes]) -> float | None:
 
 
 def bench_driver(stdout: bytes, n_lines: int) -> tuple[float, int]:
-    from actors.bindings.stream_json.driver import StreamJsonDriver
-    from events.kinds import ContentBlock, UserInputInject
+    from trio_cap.actors.bindings.stream_json.driver import StreamJsonDriver
+    from trio_cap.events.kinds import ContentBlock, UserInputInject
 
     produced = [0]
 

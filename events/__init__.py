@@ -1,10 +1,10 @@
 """trio-cap's vocabulary and memory: event types, the log, projections and replay."""
 
-from events.envelope import Envelope
-from events.kinds import ALL_EVENTS, KINDS, AnyEvent, Event
-from events.log import EventLog, FileEventLog, MemoryEventLog
-from events.projections import State, fold, initial_state
-from events.replay import replay
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import ALL_EVENTS, KINDS, AnyEvent, Event
+from trio_cap.events.log import EventLog, FileEventLog, MemoryEventLog
+from trio_cap.events.projections import State, fold, initial_state
+from trio_cap.events.replay import replay
 
 __all__ = [
     "ALL_EVENTS",

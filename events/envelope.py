@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from events.kinds import AnyEvent
+from trio_cap.events.kinds import AnyEvent
 
 
 class Envelope(msgspec.Struct, frozen=True, array_like=True, gc=False):

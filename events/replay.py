@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from events.log.base import EventLog
-from events.projections import State, fold, initial_state
+from trio_cap.events.log.base import EventLog
+from trio_cap.events.projections import State, fold, initial_state
 
 
 def replay(log: EventLog, until: int | None = None, *, batch: int = 65536) -> State:

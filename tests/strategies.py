@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 from hypothesis import strategies as st
 
-from events.kinds import ALL_EVENTS, Event
+from trio_cap.events.kinds import ALL_EVENTS, Event
 
 _text = st.text(max_size=40)
 _json_scalar = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | _text | st.floats(

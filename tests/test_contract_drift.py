@@ -2,9 +2,9 @@
 
 import msgspec
 
-from events import errors
-from events.kinds import ALL_EVENTS, kind_of
 from tests.contract import table
+from trio_cap.events import errors
+from trio_cap.events.kinds import ALL_EVENTS, kind_of
 
 
 def _code_fields(cls) -> str:
@@ -37,6 +37,6 @@ def test_string_error_code_table_matches_the_registry():
 
 
 def test_permission_policy_table_lists_every_policy():
-    from actors.session.policy import POLICIES
+    from trio_cap.actors.session.policy import POLICIES
 
     assert [row[0] for row in table("Permission policies")] == list(POLICIES)

@@ -22,7 +22,7 @@ def test_ci_runs_the_readme_commands_verbatim():
 
 
 def test_every_cli_command_is_documented():
-    from actors.cli.main import build_parser
+    from trio_cap.actors.cli.main import build_parser
 
     parser = build_parser()
     text = (ROOT / "README.md").read_text()

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from actors.agent.commands import parse_prompt
-from actors.agent.script import Script
-from actors.agent.steps import Step
+from trio_cap.actors.agent.commands import parse_prompt
+from trio_cap.actors.agent.script import Script
+from trio_cap.actors.agent.steps import Step
 
 
 class ScriptedBrain:

@@ -28,14 +28,14 @@ from typing import Any
 
 import trio
 
-from actors.agent.core import UPDATED_INPUT, CoreEnded, Emit, Emitted
-from actors.agent.script import Script
-from actors.bindings.stream_json import agent_policy
-from actors.connection import Connector, TurnEnded
-from actors.orchestrator import Orchestrator, Session, UnknownAgent, open_orchestrator
-from actors.session.actor import CommandRefused, SessionEnded
-from events.envelope import Envelope
-from events.kinds import (
+from trio_cap.actors.agent.core import UPDATED_INPUT, CoreEnded, Emit, Emitted
+from trio_cap.actors.agent.script import Script
+from trio_cap.actors.bindings.stream_json import agent_policy
+from trio_cap.actors.connection import Connector, TurnEnded
+from trio_cap.actors.orchestrator import Orchestrator, Session, UnknownAgent, open_orchestrator
+from trio_cap.actors.session.actor import CommandRefused, SessionEnded
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import (
     AskUser,
     AskUserAnswer,
     Cancel,
@@ -56,7 +56,7 @@ from events.kinds import (
     ToolCallStart,
     UserInputInject,
 )
-from events.log import EventLog
+from trio_cap.events.log import EventLog
 
 BRIDGED = "cap.bridged"
 """``_meta`` key on the bridge's ``cap.session.ready``: which agent, binding and session

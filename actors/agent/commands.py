@@ -18,7 +18,18 @@ from __future__ import annotations
 
 import re
 
-from actors.agent.steps import Ask, Fail, PlanItem, PlanStep, Run, Say, Step, Think, Wait, Write
+from trio_cap.actors.agent.steps import (
+    Ask,
+    Fail,
+    PlanItem,
+    PlanStep,
+    Run,
+    Say,
+    Step,
+    Think,
+    Wait,
+    Write,
+)
 
 _WRITE = re.compile(r"^write\s+(?P<path>[^:]+?)\s*:\s?(?P<text>.*)$", re.S)
 _VERB = re.compile(r"^(?P<verb>run|ask|plan|think|fail)\s*:\s*(?P<rest>.*)$", re.S)

@@ -16,9 +16,9 @@ from typing import Any, Protocol
 
 import trio
 
-from actors.agent import tools
-from actors.agent.brain import ScriptedBrain
-from actors.agent.steps import (
+from trio_cap.actors.agent import tools
+from trio_cap.actors.agent.brain import ScriptedBrain
+from trio_cap.actors.agent.steps import (
     Ask,
     Burst,
     Edit,
@@ -36,9 +36,9 @@ from actors.agent.steps import (
     Wait,
     Write,
 )
-from actors.connection import TurnEnded
-from actors.risk import infer_risk
-from events.kinds import (
+from trio_cap.actors.connection import TurnEnded
+from trio_cap.actors.risk import infer_risk
+from trio_cap.events.kinds import (
     AgentRaw,
     AskUser,
     AskUserAnswer,

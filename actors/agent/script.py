@@ -32,8 +32,8 @@ from typing import Any
 import attrs
 import cattrs
 
-from actors.agent.commands import parse_prompt
-from actors.agent.steps import STEP_TYPES, PlanItem, PlanStep, Step
+from trio_cap.actors.agent.commands import parse_prompt
+from trio_cap.actors.agent.steps import STEP_TYPES, PlanItem, PlanStep, Step
 
 
 class ScriptError(Exception):

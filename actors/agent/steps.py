@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from events.kinds import PlanPriority, PlanStatus, RiskLevel, Scope
+from trio_cap.events.kinds import PlanPriority, PlanStatus, RiskLevel, Scope
 
 
 @attrs.frozen

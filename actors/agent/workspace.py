@@ -23,7 +23,7 @@ from pathlib import Path
 
 import trio
 
-from events.kinds import Artifact, CapError, Event
+from trio_cap.events.kinds import Artifact, CapError, Event
 
 DIFF_MIME = "application/vnd.cap.coding.diff.v1+text"
 EXCLUDED_DIRS = (".git", ".cap", ".cap-worktrees")

@@ -15,11 +15,11 @@ from typing import Any
 
 import trio
 
-from actors.agent.brain import ScriptedBrain
-from actors.agent.core import AgentCore, Emitted
-from actors.agent.script import Script
-from actors.connection import AgentBatch, AgentGone, AgentSpec, TurnEnded
-from events.kinds import Cancel, CancelScope, Event
+from trio_cap.actors.agent.brain import ScriptedBrain
+from trio_cap.actors.agent.core import AgentCore, Emitted
+from trio_cap.actors.agent.script import Script
+from trio_cap.actors.connection import AgentBatch, AgentGone, AgentSpec, TurnEnded
+from trio_cap.events.kinds import Cancel, CancelScope, Event
 
 
 class InprocConnection:

@@ -1,7 +1,7 @@
-"""``python -m actors.cli`` runs ``cap``."""
+"""``python -m trio_cap.actors.cli`` runs ``cap``."""
 
 import sys
 
-from actors.cli.main import main
+from trio_cap.actors.cli.main import main
 
 sys.exit(main())

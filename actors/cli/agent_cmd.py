@@ -1,7 +1,7 @@
 """``cap agent``: trio-cap as an agent — its manifest, and stream-json on stdio.
 
 The same scripted brain as ``cap run --binding inproc``; ``--cap-speak``
-picks the wire.  ``cap-agent`` (:mod:`actors.cli.cap_agent`) is this command
+picks the wire.  ``cap-agent`` (:mod:`trio_cap.actors.cli.cap_agent`) is this command
 with Claude Code's own command line, for SDKs that exec a ``claude`` binary.
 """
 
@@ -14,15 +14,25 @@ import sys
 import attrs
 import trio
 
-from actors.bindings.stream_json.agent_argv import PERMISSION_MODES, AgentOptions, split_rules
-from actors.cli.common import UsageError, brain_script
-from actors.manifest import load_manifest
-from actors.manifest.convert import manifest_data
-from actors.manifest.dump import dumps
-from actors.manifest.model import Fs, Manifest, Terminal
-from actors.manifest.resolve import bundled_dir
-from events.log import FSYNC_POLICIES, FileEventLog, LogCorrupted, LogFormatError, LogLocked
-from events.log.memory import MemoryEventLog
+from trio_cap.actors.bindings.stream_json.agent_argv import (
+    PERMISSION_MODES,
+    AgentOptions,
+    split_rules,
+)
+from trio_cap.actors.cli.common import UsageError, brain_script
+from trio_cap.actors.manifest import load_manifest
+from trio_cap.actors.manifest.convert import manifest_data
+from trio_cap.actors.manifest.dump import dumps
+from trio_cap.actors.manifest.model import Fs, Manifest, Terminal
+from trio_cap.actors.manifest.resolve import bundled_dir
+from trio_cap.events.log import (
+    FSYNC_POLICIES,
+    FileEventLog,
+    LogCorrupted,
+    LogFormatError,
+    LogLocked,
+)
+from trio_cap.events.log.memory import MemoryEventLog
 
 SPEAKS = ("stream-json",)
 """The wires ``cap agent`` speaks in this build; ACP, PTY and A2A arrive with their issues."""
@@ -151,7 +161,7 @@ def agent_command(args: argparse.Namespace) -> int:
 
 def run_agent(options: AgentOptions) -> int:
     """Serve one stream-json session on stdio with ``options``; the process exit code."""
-    from actors.bindings.stream_json.agent_shell import serve
+    from trio_cap.actors.bindings.stream_json.agent_shell import serve
 
     if options.output_format != "stream-json":
         raise UsageError(f"--output-format {options.output_format}: cap-agent prints only "

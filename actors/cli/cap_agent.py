@@ -12,10 +12,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from actors import __version__
-from actors.bindings.stream_json.agent_argv import OptionsError, parse_claude_argv
-from actors.bindings.stream_json.agent_side import COMPAT_VERSION
-from actors.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
+from trio_cap.actors import __version__
+from trio_cap.actors.bindings.stream_json.agent_argv import OptionsError, parse_claude_argv
+from trio_cap.actors.bindings.stream_json.agent_side import COMPAT_VERSION
+from trio_cap.actors.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 
 USAGE = f"""\
 usage: cap-agent [Claude Code flags] [trio-cap flags]
@@ -59,7 +59,7 @@ trio-cap flags:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from actors.cli.agent_cmd import manifest_text, run_agent
+    from trio_cap.actors.cli.agent_cmd import manifest_text, run_agent
 
     args = sys.argv[1:] if argv is None else list(argv)
     try:

@@ -12,7 +12,7 @@ class UsageError(Exception):
 
 def brain_script(path: str | None):  # -> Script | None
     """The scripted brain's script named on the command line; an invalid one is a usage error."""
-    from actors.agent.script import ScriptError, load_script
+    from trio_cap.actors.agent.script import ScriptError, load_script
 
     if not path:
         return None

@@ -7,11 +7,11 @@ import sys
 
 import msgspec
 
-from actors.cli.common import EXIT_OK, UsageError
-from actors.cli.render import line
-from events.envelope import to_json_obj
-from events.log import FileEventLog, LogCorrupted, LogFormatError
-from events.replay import replay
+from trio_cap.actors.cli.common import EXIT_OK, UsageError
+from trio_cap.actors.cli.render import line
+from trio_cap.events.envelope import to_json_obj
+from trio_cap.events.log import FileEventLog, LogCorrupted, LogFormatError
+from trio_cap.events.replay import replay
 
 
 def register(sub: argparse._SubParsersAction) -> None:

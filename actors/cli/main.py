@@ -12,8 +12,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from actors import __version__
-from actors.cli.common import (  # noqa: F401 - re-exported for command modules
+from trio_cap.actors import __version__
+from trio_cap.actors.cli.common import (  # noqa: F401 - re-exported for command modules
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -23,12 +23,12 @@ from actors.cli.common import (  # noqa: F401 - re-exported for command modules
 
 # Each module exposes ``register(subparsers)``; the parser it adds sets ``func``.
 COMMAND_MODULES = (
-    "actors.cli.run_cmd",
-    "actors.cli.log_cmd",
-    "actors.cli.agent_cmd",
-    "actors.cli.manifest_cmd",
-    "actors.cli.model_cmd",
-    "actors.cli.peers_cmd",
+    "trio_cap.actors.cli.run_cmd",
+    "trio_cap.actors.cli.log_cmd",
+    "trio_cap.actors.cli.agent_cmd",
+    "trio_cap.actors.cli.manifest_cmd",
+    "trio_cap.actors.cli.model_cmd",
+    "trio_cap.actors.cli.peers_cmd",
 )
 
 

@@ -1,6 +1,6 @@
 """``cap manifest``: validate manifest files, show how a name resolves, list agents.
 
-Thin over :mod:`actors.manifest`; it only formats.  ``validate`` exits 1 (not
+Thin over :mod:`trio_cap.actors.manifest`; it only formats.  ``validate`` exits 1 (not
 2) on an invalid file because validating is what was asked and the answer is
 "no"; a malformed name or ad-hoc spec is bad usage (exit 2).
 """
@@ -14,8 +14,8 @@ from typing import Any
 
 import trio
 
-from actors.cli.common import EXIT_FAILED, EXIT_OK, UsageError
-from actors.manifest import (
+from trio_cap.actors.cli.common import EXIT_FAILED, EXIT_OK, UsageError
+from trio_cap.actors.manifest import (
     RULES,
     AdHocError,
     BindingNotOffered,
@@ -28,9 +28,9 @@ from actors.manifest import (
     load_manifest,
     resolve_agent,
 )
-from actors.manifest.convert import manifest_data
-from actors.manifest.dump import dumps
-from actors.manifest.select import BINDINGS, offered_bindings
+from trio_cap.actors.manifest.convert import manifest_data
+from trio_cap.actors.manifest.dump import dumps
+from trio_cap.actors.manifest.select import BINDINGS, offered_bindings
 
 _ORDER_TEXT = (
     "Resolution order: 1 path (the argument contains '/' or ends in .toml), "

@@ -79,8 +79,8 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from actors.model_server.script import ScriptError, default_script, load_script
-    from actors.model_server.server import parse_listen, serve_until_signalled
+    from trio_cap.actors.model_server.script import ScriptError, default_script, load_script
+    from trio_cap.actors.model_server.server import parse_listen, serve_until_signalled
 
     try:
         host, port = parse_listen(args.listen)

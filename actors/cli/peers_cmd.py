@@ -16,7 +16,7 @@ from typing import Any
 
 import trio
 
-from actors.peers.catalog import PEERS, resolve_names
+from trio_cap.actors.peers.catalog import PEERS, resolve_names
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -96,13 +96,13 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _root(args: argparse.Namespace) -> Path:
-    from actors.peers.install import peers_root
+    from trio_cap.actors.peers.install import peers_root
 
     return args.dir.expanduser().resolve() if args.dir else peers_root()
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    from actors.peers.install import install_peers
+    from trio_cap.actors.peers.install import install_peers
 
     try:
         specs = resolve_names(args.names)
@@ -130,7 +130,7 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from actors.peers.install import status
+    from trio_cap.actors.peers.install import status
 
     root = _root(args)
     for spec in PEERS.values():
@@ -148,7 +148,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_env(args: argparse.Namespace) -> int:
-    from actors.peers.env import isolated_env
+    from trio_cap.actors.peers.env import isolated_env
 
     penv = isolated_env(
         args.name, args.model_url, home=args.home, workdir=args.workdir, model=args.model,

@@ -6,8 +6,8 @@ import time
 
 import msgspec
 
-from events.envelope import Envelope
-from events.kinds import (
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import (
     AgentRaw,
     Artifact,
     AskAnswered,

@@ -10,13 +10,13 @@ from pathlib import Path
 import msgspec
 import trio
 
-from actors.cli.common import EXIT_FAILED, EXIT_OK, UsageError, brain_script
-from actors.cli.render import describe
-from actors.ids import run_id
-from actors.orchestrator import Orchestrator, Session, UnknownAgent, open_orchestrator
-from actors.session.policy import POLICIES
-from events.envelope import Envelope, to_json_obj
-from events.kinds import (
+from trio_cap.actors.cli.common import EXIT_FAILED, EXIT_OK, UsageError, brain_script
+from trio_cap.actors.cli.render import describe
+from trio_cap.actors.ids import run_id
+from trio_cap.actors.orchestrator import Orchestrator, Session, UnknownAgent, open_orchestrator
+from trio_cap.actors.session.policy import POLICIES
+from trio_cap.events.envelope import Envelope, to_json_obj
+from trio_cap.events.kinds import (
     AskUserAnswer,
     CapSessionReady,
     PermissionResponse,
@@ -29,7 +29,13 @@ from events.kinds import (
     TextChunk,
     UserInputInject,
 )
-from events.log import FSYNC_POLICIES, FileEventLog, LogCorrupted, LogFormatError, LogLocked
+from trio_cap.events.log import (
+    FSYNC_POLICIES,
+    FileEventLog,
+    LogCorrupted,
+    LogFormatError,
+    LogLocked,
+)
 
 _QUIET = (SessionConfig, UserInputInject, PermissionResponse, AskUserAnswer, CapSessionReady,
           SessionIdle)

@@ -8,11 +8,11 @@ The session actor and ``cap run --agent`` need only what is exported here::
     candidate, conn = await first_working(plan.candidates, open_binding, on_fallback)
 """
 
-from actors.manifest.adhoc import AdHocError, adhoc_binding, adhoc_manifest
-from actors.manifest.model import Manifest
-from actors.manifest.probe import ProbeFailed, probe_text
-from actors.manifest.regex import PatternError, compile_line_pattern, search_lines
-from actors.manifest.resolve import (
+from trio_cap.actors.manifest.adhoc import AdHocError, adhoc_binding, adhoc_manifest
+from trio_cap.actors.manifest.model import Manifest
+from trio_cap.actors.manifest.probe import ProbeFailed, probe_text
+from trio_cap.actors.manifest.regex import PatternError, compile_line_pattern, search_lines
+from trio_cap.actors.manifest.resolve import (
     RULES,
     Attempt,
     Listing,
@@ -22,7 +22,7 @@ from actors.manifest.resolve import (
     list_agents,
     resolve_agent,
 )
-from actors.manifest.select import (
+from trio_cap.actors.manifest.select import (
     BindingCandidate,
     BindingNotOffered,
     BindingPlan,
@@ -31,7 +31,7 @@ from actors.manifest.select import (
     offered_bindings,
     plan_bindings,
 )
-from actors.manifest.validate import Issue, ManifestInvalid, load_manifest, parse_manifest
+from trio_cap.actors.manifest.validate import Issue, ManifestInvalid, load_manifest, parse_manifest
 
 __all__ = [
     "RULES",

@@ -15,9 +15,9 @@ import shlex
 from typing import Any
 from urllib.parse import urlsplit
 
-from actors.manifest.checks import PROGRAM_RULE, is_safe_program
-from actors.manifest.model import Manifest
-from actors.manifest.validate import ManifestInvalid, validate_data
+from trio_cap.actors.manifest.checks import PROGRAM_RULE, is_safe_program
+from trio_cap.actors.manifest.model import Manifest
+from trio_cap.actors.manifest.validate import ManifestInvalid, validate_data
 
 PREFIXES = {"pty": "pty", "stream-json": "stream-json", "acp": "acp", "a2a": "a2a"}
 """Spec prefix → binding name."""

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from actors.manifest.regex import check_pattern
+from trio_cap.actors.manifest.regex import check_pattern
 
 
 class FieldIssues(Exception):

@@ -16,8 +16,8 @@ import cattrs
 from cattrs.errors import ClassValidationError, IterableValidationError
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from actors.manifest.checks import FieldIssues, fail, toml_type
-from actors.manifest.model import SECTION_ORDER, Check, Each
+from trio_cap.actors.manifest.checks import FieldIssues, fail, toml_type
+from trio_cap.actors.manifest.model import SECTION_ORDER, Check, Each
 
 
 def toml_name(a: attrs.Attribute) -> str:

@@ -13,9 +13,9 @@ from typing import Any
 
 import attrs
 
-from actors.manifest.convert import toml_name
-from actors.manifest.dump import toml_value
-from actors.manifest.model import SECTION_ORDER, Manifest
+from trio_cap.actors.manifest.convert import toml_name
+from trio_cap.actors.manifest.dump import toml_value
+from trio_cap.actors.manifest.model import SECTION_ORDER, Manifest
 
 NO_DEFAULT = "—"
 

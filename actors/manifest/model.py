@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import attrs
 
-from actors.manifest import checks
+from trio_cap.actors.manifest import checks
 
 
 @attrs.frozen

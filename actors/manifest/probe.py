@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 import trio
 
-from actors.manifest.checks import PROGRAM_RULE, is_safe_program
+from trio_cap.actors.manifest.checks import PROGRAM_RULE, is_safe_program
 
 DEFAULT_TIME_LIMIT = 5.0
 DEFAULT_MAX_BYTES = 256 * 1024

@@ -26,18 +26,18 @@ from pathlib import Path
 
 import attrs
 
-from actors.manifest.adhoc import adhoc_binding, adhoc_manifest
-from actors.manifest.checks import is_agent_name
-from actors.manifest.model import Manifest
-from actors.manifest.probe import (
+from trio_cap.actors.manifest.adhoc import adhoc_binding, adhoc_manifest
+from trio_cap.actors.manifest.checks import is_agent_name
+from trio_cap.actors.manifest.model import Manifest
+from trio_cap.actors.manifest.probe import (
     DEFAULT_MAX_BYTES,
     DEFAULT_TIME_LIMIT,
     FLAG,
     ProbeFailed,
     probe_text,
 )
-from actors.manifest.select import BindingNotOffered, BindingPlan, Which, plan_bindings
-from actors.manifest.validate import ManifestInvalid, load_manifest, validate_data
+from trio_cap.actors.manifest.select import BindingNotOffered, BindingPlan, Which, plan_bindings
+from trio_cap.actors.manifest.validate import ManifestInvalid, load_manifest, validate_data
 
 RULES = ("path", "in-package", "user", "system", "probe", "bundled")
 AD_HOC = "ad-hoc"
@@ -46,7 +46,7 @@ IN_PACKAGE_FILE = "cap-agent.toml"
 
 
 def bundled_dir() -> Path:
-    return Path(str(resources.files("actors.manifest.bundled")))
+    return Path(str(resources.files("trio_cap.actors.manifest.bundled")))
 
 
 @attrs.frozen

@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 import attrs
 
-from actors.manifest.model import Manifest
-from events.errors import NUMERIC_CODES
+from trio_cap.actors.manifest.model import Manifest
+from trio_cap.events.errors import NUMERIC_CODES
 
 BINDINGS = ("inproc", "grpc", "stream-json", "acp", "a2a", "pty")
 """Every binding name trio-cap knows, in preference order."""

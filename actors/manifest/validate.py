@@ -16,8 +16,8 @@ from typing import Any
 
 import attrs
 
-from actors.manifest.convert import CONVERTER, issues_from, toml_name
-from actors.manifest.model import SECTION_ORDER, Manifest
+from trio_cap.actors.manifest.convert import CONVERTER, issues_from, toml_name
+from trio_cap.actors.manifest.model import SECTION_ORDER, Manifest
 
 REQUIRED_SECTIONS = ("agent", "startup", "pty", "capabilities")
 

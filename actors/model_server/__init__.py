@@ -7,7 +7,7 @@ function (:mod:`.planner`); one renderer per API turns it into that API's JSON
 or SSE frames; :mod:`.app` is the thin ASGI shell served by hypercorn on Trio.
 """
 
-from actors.model_server.script import (
+from trio_cap.actors.model_server.script import (
     Fault,
     Reply,
     Rule,
@@ -18,7 +18,7 @@ from actors.model_server.script import (
     load_script,
     script_from_obj,
 )
-from actors.model_server.server import ModelServer, open_model_server
+from trio_cap.actors.model_server.server import ModelServer, open_model_server
 
 __all__ = [
     "Fault",

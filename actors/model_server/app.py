@@ -17,13 +17,13 @@ from urllib.parse import parse_qsl
 import msgspec
 import trio
 
-from actors.model_server import (
+from trio_cap.actors.model_server import (
     render_anthropic,
     render_gemini,
     render_openai,
     render_responses,
 )
-from actors.model_server.parse import (
+from trio_cap.actors.model_server.parse import (
     ChatRequest,
     estimate_tokens,
     parse_anthropic,
@@ -31,11 +31,11 @@ from actors.model_server.parse import (
     parse_openai_chat,
     parse_openai_responses,
 )
-from actors.model_server.planner import ReplyPlan, ScriptState, plan_reply
-from actors.model_server.record import Recorder, clean_headers, clean_query
-from actors.model_server.routes import Route, route
-from actors.model_server.script import Fault, Script
-from actors.model_server.sse import dumps
+from trio_cap.actors.model_server.planner import ReplyPlan, ScriptState, plan_reply
+from trio_cap.actors.model_server.record import Recorder, clean_headers, clean_query
+from trio_cap.actors.model_server.routes import Route, route
+from trio_cap.actors.model_server.script import Fault, Script
+from trio_cap.actors.model_server.sse import dumps
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from actors.model_server.script import ApiName
+from trio_cap.actors.model_server.script import ApiName
 
 
 class ChatRequest(msgspec.Struct, frozen=True, kw_only=True):

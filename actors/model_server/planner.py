@@ -28,8 +28,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from actors.model_server.parse import ChatRequest
-from actors.model_server.script import Fault, Reply, Rule, Script
+from trio_cap.actors.model_server.parse import ChatRequest
+from trio_cap.actors.model_server.script import Fault, Reply, Rule, Script
 
 # Side requests some agents make next to the real turn (peers.md, cross-cutting findings).
 SIDE_REQUEST_PATTERNS: tuple[re.Pattern[str], ...] = (

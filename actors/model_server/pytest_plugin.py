@@ -1,6 +1,6 @@
 """The ``model_server`` pytest fixture, for any test suite that drives agents.
 
-Enable it with ``pytest_plugins = ["actors.model_server.pytest_plugin"]`` in a
+Enable it with ``pytest_plugins = ["trio_cap.actors.model_server.pytest_plugin"]`` in a
 top-level conftest (or import the fixture).  Needs pytest-trio: the server runs
 in the test's own Trio loop, listening on a free loopback port before the test
 body starts and shut down after it; requests are also logged to
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.model_server.server import ModelServer, open_model_server
+from trio_cap.actors.model_server.server import ModelServer, open_model_server
 
 
 @pytest.fixture

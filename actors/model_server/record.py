@@ -13,7 +13,7 @@ from urllib.parse import parse_qsl
 
 import trio
 
-from actors.model_server.sse import dumps
+from trio_cap.actors.model_server.sse import dumps
 
 REDACTED = "<redacted>"
 _SECRET_HEADERS = frozenset({

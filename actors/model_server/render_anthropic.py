@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.model_server.planner import ReplyPlan, chunk_text
-from actors.model_server.script import Fault
-from actors.model_server.sse import json_arguments, split_in_two, sse
+from trio_cap.actors.model_server.planner import ReplyPlan, chunk_text
+from trio_cap.actors.model_server.script import Fault
+from trio_cap.actors.model_server.sse import json_arguments, split_in_two, sse
 
 SIGNATURE = "ZmFrZS1zaWduYXR1cmU="  # base64 "fake-signature"
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.model_server.planner import ReplyPlan, chunk_text
-from actors.model_server.script import Fault
-from actors.model_server.sse import dumps, sse
+from trio_cap.actors.model_server.planner import ReplyPlan, chunk_text
+from trio_cap.actors.model_server.script import Fault
+from trio_cap.actors.model_server.sse import dumps, sse
 
 _STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
            404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE",

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.model_server.parse import ChatRequest
-from actors.model_server.planner import ReplyPlan, chunk_text
-from actors.model_server.script import Fault
-from actors.model_server.sse import CREATED, json_arguments, split_in_two, sse
+from trio_cap.actors.model_server.parse import ChatRequest
+from trio_cap.actors.model_server.planner import ReplyPlan, chunk_text
+from trio_cap.actors.model_server.script import Fault
+from trio_cap.actors.model_server.sse import CREATED, json_arguments, split_in_two, sse
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
                 404: "not_found_error", 429: "rate_limit_exceeded"}

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.model_server.planner import PlannedCall, ReplyPlan, chunk_text
-from actors.model_server.sse import CREATED, json_arguments, split_in_two, sse
+from trio_cap.actors.model_server.planner import PlannedCall, ReplyPlan, chunk_text
+from trio_cap.actors.model_server.sse import CREATED, json_arguments, split_in_two, sse
 
 
 def usage(plan: ReplyPlan) -> dict[str, Any]:

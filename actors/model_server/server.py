@@ -20,9 +20,9 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
-from actors.model_server.app import ModelApp
-from actors.model_server.record import Recorder
-from actors.model_server.script import Script, default_script
+from trio_cap.actors.model_server.app import ModelApp
+from trio_cap.actors.model_server.record import Recorder
+from trio_cap.actors.model_server.script import Script, default_script
 
 
 @attrs.define

@@ -5,9 +5,9 @@
 :func:`run_peer` / :func:`spawn_peer` start it in its own process group and end the group.
 """
 
-from actors.peers.catalog import PEERS, PeerSpec, resolve_names
-from actors.peers.env import PeerEnv, isolated_env
-from actors.peers.install import (
+from trio_cap.actors.peers.catalog import PEERS, PeerSpec, resolve_names
+from trio_cap.actors.peers.env import PeerEnv, isolated_env
+from trio_cap.actors.peers.install import (
     InstallFailed,
     PeerMissing,
     PeerStatus,
@@ -17,7 +17,7 @@ from actors.peers.install import (
     peers_root,
     status,
 )
-from actors.peers.process import PeerRun, kill_process_group, run_peer, spawn_peer
+from trio_cap.actors.peers.process import PeerRun, kill_process_group, run_peer, spawn_peer
 
 __all__ = [
     "PEERS",

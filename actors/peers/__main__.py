@@ -1,4 +1,4 @@
-"""``python -m actors.peers install all``: the peers commands without the ``cap`` entry point.
+"""``python -m trio_cap.actors.peers install all``: peers commands without the ``cap`` script.
 
 CI can install the agents before ``cap`` itself is wired up or installed.
 """
@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from actors.cli import peers_cmd
+from trio_cap.actors.cli import peers_cmd
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m actors.peers")
+    parser = argparse.ArgumentParser(prog="python -m trio_cap.actors.peers")
     sub = parser.add_subparsers()
     peers_cmd.register(sub)
     args = parser.parse_args(["peers", *(sys.argv[1:] if argv is None else argv)])

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import attrs
 
-from actors.peers.catalog import PEERS, PeerSpec
-from actors.peers.install import bin_dir, peer_dir, peers_root, status
+from trio_cap.actors.peers.catalog import PEERS, PeerSpec
+from trio_cap.actors.peers.install import bin_dir, peer_dir, peers_root, status
 
 # Variables worth keeping from the caller's environment; everything else is dropped
 # so no credentials or user config leak into the agent.

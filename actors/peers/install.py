@@ -22,7 +22,7 @@ from pathlib import Path
 import attrs
 import trio
 
-from actors.peers.catalog import PEERS, PeerSpec
+from trio_cap.actors.peers.catalog import PEERS, PeerSpec
 
 MARKER = ".installed.json"
 

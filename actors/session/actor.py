@@ -18,12 +18,19 @@ from typing import Any
 import attrs
 import trio
 
-from actors.connection import AgentBatch, AgentGone, AgentSpec, ConnectError, Connector, TurnEnded
-from actors.manifest.select import BindingUnavailable, first_working
-from actors.runtime import Actor, ActorContext
-from actors.session.machine import CancelAgent, Close, Emit, Output, Send, SessionMachine
-from events.kinds import BindingFallback, Cancel, CapError, Event
-from events.log.base import EventLog
+from trio_cap.actors.connection import (
+    AgentBatch,
+    AgentGone,
+    AgentSpec,
+    ConnectError,
+    Connector,
+    TurnEnded,
+)
+from trio_cap.actors.manifest.select import BindingUnavailable, first_working
+from trio_cap.actors.runtime import Actor, ActorContext
+from trio_cap.actors.session.machine import CancelAgent, Close, Emit, Output, Send, SessionMachine
+from trio_cap.events.kinds import BindingFallback, Cancel, CapError, Event
+from trio_cap.events.log.base import EventLog
 
 
 class CommandRefused(Exception):

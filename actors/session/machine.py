@@ -30,9 +30,9 @@ from typing import Any
 
 import attrs
 
-from actors.risk import infer_risk, max_risk
-from actors.session.policy import PermissionPolicy
-from events.kinds import (
+from trio_cap.actors.risk import infer_risk, max_risk
+from trio_cap.actors.session.policy import PermissionPolicy
+from trio_cap.events.kinds import (
     AskAnswered,
     AskUser,
     AskUserAnswer,

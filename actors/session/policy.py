@@ -6,7 +6,7 @@ from typing import Literal
 
 import attrs
 
-from events.kinds import Decision, RiskLevel
+from trio_cap.events.kinds import Decision, RiskLevel
 
 PolicyName = Literal["ask", "allow", "deny", "bypass"]
 POLICIES: tuple[str, ...] = ("ask", "allow", "deny", "bypass")

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 
 import trio
 
-from events.clock import Clock, SystemClock
-from events.envelope import Envelope
-from events.kinds import Event
+from trio_cap.events.clock import Clock, SystemClock
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import Event
 
 
 class LogClosed(Exception):

@@ -29,11 +29,11 @@ from typing import Literal
 import attrs
 import trio
 
-from events.clock import Clock
-from events.envelope import Envelope
-from events.kinds import LogRecovered
-from events.log.base import EventLog, LogWriteError
-from events.log.records import (
+from trio_cap.events.clock import Clock
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import LogRecovered
+from trio_cap.events.log.base import EventLog, LogWriteError
+from trio_cap.events.log.records import (
     HEADER_SIZE,
     MAGIC,
     LogCorrupted,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import trio
 
-from events.envelope import Envelope
-from events.log.base import EventLog
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.log.base import EventLog
 
 
 class MemoryEventLog(EventLog):

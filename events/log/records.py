@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import attrs
 import msgspec
 
-from events.envelope import Envelope
+from trio_cap.events.envelope import Envelope
 
 MAGIC = b"CAPLOG\x00\x02"
 HEADER = struct.Struct("<IIQI")

@@ -1,5 +1,5 @@
 """Projections: pure folds from the log to the state every view shows."""
 
-from events.projections.state import PROJECTIONS, State, fold, initial_state
+from trio_cap.events.projections.state import PROJECTIONS, State, fold, initial_state
 
 __all__ = ["PROJECTIONS", "State", "fold", "initial_state"]

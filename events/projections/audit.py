@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from events.envelope import Envelope
-from events.kinds import (
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import (
     AskAnswered,
     BindingFallback,
     CancelRequested,
@@ -19,7 +19,7 @@ from events.kinds import (
     SessionFailed,
     SessionWarning,
 )
-from events.projections.base import Projection
+from trio_cap.events.projections.base import Projection
 
 
 class AuditEntry(msgspec.Struct, kw_only=True):

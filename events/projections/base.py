@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from events.envelope import Envelope
-from events.kinds import Event
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import Event
 
 S = TypeVar("S")
 Handler = Callable[[Any, Envelope], None]

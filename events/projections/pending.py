@@ -6,8 +6,8 @@ from typing import Any
 
 import msgspec
 
-from events.envelope import Envelope
-from events.kinds import (
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import (
     AskAnswered,
     AskUser,
     PermissionDecided,
@@ -17,7 +17,7 @@ from events.kinds import (
     SessionFailed,
     SessionIdle,
 )
-from events.projections.base import Projection
+from trio_cap.events.projections.base import Projection
 
 
 class PendingPermission(msgspec.Struct, kw_only=True):

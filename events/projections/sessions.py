@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from events.envelope import Envelope
-from events.kinds import (
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import (
     CapError,
     SessionCancelled,
     SessionCompleted,
@@ -18,7 +18,7 @@ from events.kinds import (
     SessionTurnEnded,
     SessionWorking,
 )
-from events.projections.base import Projection
+from trio_cap.events.projections.base import Projection
 
 TERMINAL_STATUSES = frozenset({"completed", "cancelled", "failed"})
 

@@ -6,14 +6,14 @@ from collections.abc import Iterable
 
 import msgspec
 
-from events.envelope import Envelope
-from events.projections.audit import AuditProjection, AuditState
-from events.projections.base import Projection
-from events.projections.pending import PendingProjection, PendingState
-from events.projections.plan import PlanProjection, PlanState
-from events.projections.sessions import SessionsProjection, SessionsState
-from events.projections.transcript import TranscriptProjection, TranscriptState
-from events.projections.usage import UsageProjection, UsageState
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.projections.audit import AuditProjection, AuditState
+from trio_cap.events.projections.base import Projection
+from trio_cap.events.projections.pending import PendingProjection, PendingState
+from trio_cap.events.projections.plan import PlanProjection, PlanState
+from trio_cap.events.projections.sessions import SessionsProjection, SessionsState
+from trio_cap.events.projections.transcript import TranscriptProjection, TranscriptState
+from trio_cap.events.projections.usage import UsageProjection, UsageState
 
 PROJECTIONS: tuple[Projection, ...] = (
     SessionsProjection(),

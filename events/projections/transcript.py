@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import msgspec
 
-from events.envelope import Envelope
-from events.kinds import InputInjected, TextChunk, Thought, ToolCallEnd, ToolCallStart
-from events.projections.base import Projection
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import InputInjected, TextChunk, Thought, ToolCallEnd, ToolCallStart
+from trio_cap.events.projections.base import Projection
 
 
 class Message(msgspec.Struct, kw_only=True):

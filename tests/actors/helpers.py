@@ -1,6 +1,6 @@
 """Helpers for session tests: read what the log says about a session."""
 
-from events.log.base import EventLog
+from trio_cap.events.log.base import EventLog
 
 
 def kinds(log: EventLog, stream: str | None = None) -> list[str]:

@@ -2,10 +2,10 @@
 
 import pytest
 
-from actors.bindings.inproc import InprocConnector
-from actors.ids import SequentialIds
-from actors.orchestrator import UnknownAgent, open_orchestrator
 from tests.actors.helpers import of_kind
+from trio_cap.actors.bindings.inproc import InprocConnector
+from trio_cap.actors.ids import SequentialIds
+from trio_cap.actors.orchestrator import UnknownAgent, open_orchestrator
 
 MANIFEST = """
 [agent]

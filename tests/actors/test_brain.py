@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from actors.agent.brain import ScriptedBrain
-from actors.agent.commands import parse_line, parse_prompt
-from actors.agent.script import ScriptError, load_script, parse_script
-from actors.agent.steps import Ask, Fail, PlanItem, PlanStep, Run, Say, Think, Wait, Write
+from trio_cap.actors.agent.brain import ScriptedBrain
+from trio_cap.actors.agent.commands import parse_line, parse_prompt
+from trio_cap.actors.agent.script import ScriptError, load_script, parse_script
+from trio_cap.actors.agent.steps import Ask, Fail, PlanItem, PlanStep, Run, Say, Think, Wait, Write
 
 ROOT = Path(__file__).resolve().parents[2]
 

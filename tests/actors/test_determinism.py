@@ -2,10 +2,10 @@
 
 import msgspec
 
-from actors.ids import SequentialIds
-from actors.orchestrator import open_orchestrator
-from events.clock import StepClock
-from events.log import MemoryEventLog
+from trio_cap.actors.ids import SequentialIds
+from trio_cap.actors.orchestrator import open_orchestrator
+from trio_cap.events.clock import StepClock
+from trio_cap.events.log import MemoryEventLog
 
 TASK = "plan: a; b\nthink: first\nwrite f.txt: hello\nask: pick [x|y]\nwait 5\nsome words"
 

@@ -4,12 +4,12 @@ import msgspec
 import trio
 import trio.testing
 
-from actors.ids import SequentialIds
-from actors.orchestrator import open_orchestrator
-from events.clock import StepClock
-from events.log import FileEventLog
-from events.projections.sessions import TERMINAL_STATUSES
-from events.replay import replay
+from trio_cap.actors.ids import SequentialIds
+from trio_cap.actors.orchestrator import open_orchestrator
+from trio_cap.events.clock import StepClock
+from trio_cap.events.log import FileEventLog
+from trio_cap.events.projections.sessions import TERMINAL_STATUSES
+from trio_cap.events.replay import replay
 
 
 async def test_runs_in_a_callers_nursery_and_cancelling_the_caller_ends_every_session_cleanly(

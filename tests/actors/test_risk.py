@@ -1,6 +1,6 @@
 import pytest
 
-from actors.risk import infer_risk, max_risk
+from trio_cap.actors.risk import infer_risk, max_risk
 
 
 @pytest.mark.parametrize(

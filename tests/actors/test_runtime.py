@@ -4,8 +4,8 @@ import pytest
 import trio
 import trio.testing
 
-from actors.ids import SequentialIds
-from actors.runtime import (
+from trio_cap.actors.ids import SequentialIds
+from trio_cap.actors.runtime import (
     Actor,
     ActorFailed,
     ActorNotFound,

@@ -6,13 +6,13 @@ import pytest
 import trio
 import trio.testing
 
-from actors.bindings.inproc import InprocConnector
-from actors.ids import SequentialIds
-from actors.orchestrator import open_orchestrator
-from actors.session.actor import CommandRefused, SessionEnded
-from events.clock import StepClock
-from events.kinds import CapSessionReady
 from tests.actors.helpers import kinds, of_kind
+from trio_cap.actors.bindings.inproc import InprocConnector
+from trio_cap.actors.ids import SequentialIds
+from trio_cap.actors.orchestrator import open_orchestrator
+from trio_cap.actors.session.actor import CommandRefused, SessionEnded
+from trio_cap.events.clock import StepClock
+from trio_cap.events.kinds import CapSessionReady
 
 
 @asynccontextmanager
@@ -187,7 +187,7 @@ async def test_a_failing_turn_fails_the_session_on_close(tmp_path):
 
 
 async def test_a_crashing_brain_is_a_dead_agent_not_a_crashed_orchestrator(tmp_path, monkeypatch):
-    from actors.agent import brain
+    from trio_cap.actors.agent import brain
 
     def explode(self, prompt):
         raise RuntimeError("brain on fire")

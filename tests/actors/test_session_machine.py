@@ -1,6 +1,6 @@
 """The sans-io session machine, fed by hand: no Trio, no log, no agent."""
 
-from actors.session.machine import (
+from trio_cap.actors.session.machine import (
     ACCEPTS,
     CancelAgent,
     Close,
@@ -9,8 +9,8 @@ from actors.session.machine import (
     SessionMachine,
     State,
 )
-from actors.session.policy import PermissionPolicy
-from events.kinds import (
+from trio_cap.actors.session.policy import PermissionPolicy
+from trio_cap.events.kinds import (
     AskAnswered,
     AskUser,
     AskUserAnswer,

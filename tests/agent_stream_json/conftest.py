@@ -24,7 +24,8 @@ def cap_agent() -> str:
     path = Path(override) if override else Path(sys.executable).with_name("cap-agent")
     if not path.is_file():
         pytest.fail(f"{path} is missing: pyproject.toml must declare the console script "
-                    "cap-agent = \"actors.cli.cap_agent:main\" and the package be reinstalled "
+                    "cap-agent = \"trio_cap.actors.cli.cap_agent:main\" and the package be "
+                    "reinstalled "
                     "(pip install -e '.[test]')")
     return str(path)
 

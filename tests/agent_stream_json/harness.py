@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from actors.bindings.stream_json.agent_argv import AgentOptions
-from actors.bindings.stream_json.agent_side import (
+from trio_cap.actors.bindings.stream_json.agent_argv import AgentOptions
+from trio_cap.actors.bindings.stream_json.agent_side import (
     AgentSide,
     Deliver,
     Finish,
@@ -22,8 +22,8 @@ from actors.bindings.stream_json.agent_side import (
     Send,
     SetModel,
 )
-from events.envelope import Envelope
-from events.kinds import Event
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import Event
 
 SID = "11111111-2222-3333-4444-555555555555"
 

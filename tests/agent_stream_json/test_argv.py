@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from actors.bindings.stream_json.agent_argv import OptionsError, parse_claude_argv
-from actors.cli.agent_cmd import manifest_text
-from actors.manifest import parse_manifest
-from actors.manifest.select import offered_bindings
+from trio_cap.actors.bindings.stream_json.agent_argv import OptionsError, parse_claude_argv
+from trio_cap.actors.cli.agent_cmd import manifest_text
+from trio_cap.actors.manifest import parse_manifest
+from trio_cap.actors.manifest.select import offered_bindings
 
 PYTHON_SDK_ARGV = [  # stream-json.md §4.3, as claude-agent-sdk 0.2.189 writes it
     "--output-format", "stream-json", "--verbose", "--system-prompt", "",

@@ -10,11 +10,11 @@ from pathlib import Path
 import trio
 import trio.testing
 
-from actors.agent.brain import ScriptedBrain
-from actors.agent.core import UPDATED_INPUT, AgentCore, Emitted
-from actors.agent.workspace import WorkspaceDiffs
-from actors.connection import TurnEnded
-from events.kinds import (
+from trio_cap.actors.agent.brain import ScriptedBrain
+from trio_cap.actors.agent.core import UPDATED_INPUT, AgentCore, Emitted
+from trio_cap.actors.agent.workspace import WorkspaceDiffs
+from trio_cap.actors.connection import TurnEnded
+from trio_cap.events.kinds import (
     Artifact,
     Cancel,
     ContentBlock,

@@ -7,15 +7,16 @@ import json
 import msgspec
 import pytest
 
-from actors.agent.core import UPDATED_INPUT
-from actors.bindings.stream_json import frames as f
-from actors.bindings.stream_json.agent_side import COMPAT_VERSION
-from actors.bindings.stream_json.agent_transcript import (
+from tests.agent_stream_json.harness import SID, Harness
+from trio_cap.actors.agent.core import UPDATED_INPUT
+from trio_cap.actors.bindings.stream_json import frames as f
+from trio_cap.actors.bindings.stream_json.agent_side import COMPAT_VERSION
+from trio_cap.actors.bindings.stream_json.agent_transcript import (
     TranscriptGap,
     TranscriptMirror,
     join_fragments,
 )
-from events.kinds import (
+from trio_cap.events.kinds import (
     Artifact,
     AskUser,
     AskUserAnswer,
@@ -34,7 +35,6 @@ from events.kinds import (
     Usage,
     UserInputInject,
 )
-from tests.agent_stream_json.harness import SID, Harness
 
 
 def control(request_id: str, **request) -> dict:

@@ -9,8 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from actors.bindings.stream_json.agent_transcript import TranscriptMirror
 from tests.agent_stream_json.conftest import command_lines
+from trio_cap.actors.bindings.stream_json.agent_transcript import TranscriptMirror
 
 SCRIPT = r"""
 import { query } from %(sdk)s;

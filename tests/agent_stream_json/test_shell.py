@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from actors.manifest import parse_manifest
-from events.log import FileEventLog
+from trio_cap.actors.manifest import parse_manifest
+from trio_cap.events.log import FileEventLog
 
 BASE = ["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"]
 
@@ -76,7 +76,7 @@ def test_sigterm_mid_turn_closes_the_log_cleanly(cap_agent, tmp_path):
 
 CAP_AGENT_CMD = """
 import argparse, sys
-from actors.cli import agent_cmd
+from trio_cap.actors.cli import agent_cmd
 parser = argparse.ArgumentParser(prog="cap")
 agent_cmd.register(parser.add_subparsers())
 args = parser.parse_args(sys.argv[1:])
@@ -108,7 +108,7 @@ def test_cap_agent_speaks_stream_json_with_its_own_flags(tmp_path):
 
 
 def test_the_package_runs_as_a_module(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "actors.cli.cap_agent", "-v"],
+    done = subprocess.run([sys.executable, "-m", "trio_cap.actors.cli.cap_agent", "-v"],
                           capture_output=True, text=True, check=True, cwd=Path.cwd())
     assert "trio-cap" in done.stdout
 

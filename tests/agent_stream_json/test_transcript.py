@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, SystemMessage, query
 
-from actors.bindings.stream_json.agent_transcript import (
+from trio_cap.actors.bindings.stream_json.agent_transcript import (
     TranscriptGap,
     TranscriptMirror,
     join_fragments,
 )
-from events.log import FileEventLog
+from trio_cap.events.log import FileEventLog
 
 LIMIT = 60.0
 

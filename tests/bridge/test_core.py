@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 import trio
 
-from actors.agent.bridge import BRIDGED, BridgeCore, bridge_log_path
-from actors.agent.core import UPDATED_INPUT, CoreEnded, Emitted
-from actors.connection import TurnEnded
-from events.kinds import (
+from trio_cap.actors.agent.bridge import BRIDGED, BridgeCore, bridge_log_path
+from trio_cap.actors.agent.core import UPDATED_INPUT, CoreEnded, Emitted
+from trio_cap.actors.connection import TurnEnded
+from trio_cap.events.kinds import (
     AskUser,
     AskUserAnswer,
     Cancel,

@@ -28,9 +28,9 @@ from claude_agent_sdk import (
     UserMessage,
 )
 
-from actors.model_server import ModelServer, script_from_obj
 from tests.bridge.conftest import BridgeCli
 from tests.harness.conftest import PeerFactory
+from trio_cap.actors.model_server import ModelServer, script_from_obj
 
 pytestmark = pytest.mark.peers
 

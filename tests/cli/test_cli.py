@@ -10,7 +10,7 @@ from pathlib import Path
 
 import trio
 
-CAP = [sys.executable, "-m", "actors.cli"]
+CAP = [sys.executable, "-m", "trio_cap.actors.cli"]
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -118,7 +118,7 @@ async def test_ctrl_c_exits_130_after_closing_the_log_cleanly(tmp_path):
         code = await proc.wait()
         errors = await proc.stderr.receive_some()
     assert code == 130, errors.decode()
-    from events.log import FileEventLog
+    from trio_cap.events.log import FileEventLog
 
     log = FileEventLog(tmp_path / "k.caplog", readonly=True)
     assert log.recovered is None

@@ -35,7 +35,7 @@ async def run_on_terminal(tmp_path, *args):
     master, slave = os.openpty()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TERM": "dumb"}
     proc = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "actors.cli", "run", *args], cwd=tmp_path, env=env,
+        [sys.executable, "-m", "trio_cap.actors.cli", "run", *args], cwd=tmp_path, env=env,
         stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
     )
     os.close(slave)
@@ -61,7 +61,7 @@ async def test_with_a_terminal_the_human_is_asked_and_their_answers_are_logged(t
     assert (tmp_path / "kept.txt").read_text() == "yes\n"
     assert not (tmp_path / "skipped.txt").exists()
     shown = await trio.run_process(
-        [sys.executable, "-m", "actors.cli", "log", "show", "t.caplog"], cwd=tmp_path,
+        [sys.executable, "-m", "trio_cap.actors.cli", "log", "show", "t.caplog"], cwd=tmp_path,
         capture_stdout=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     text = shown.stdout.decode()
     assert "permissions ask" in text

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from actors.bindings.stream_json.connector import StreamJsonConnector
-from actors.model_server import ModelServer
-from actors.orchestrator import Orchestrator, open_orchestrator
 from tests.harness.conftest import PeerFactory, peer  # noqa: F401 - re-exported fixture
+from trio_cap.actors.bindings.stream_json.connector import StreamJsonConnector
+from trio_cap.actors.model_server import ModelServer
+from trio_cap.actors.orchestrator import Orchestrator, open_orchestrator
 
 ClaudeOrch = Callable[[], Any]
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from itertools import count
 from typing import Any
 
-from actors.bindings.stream_json.driver import StreamJsonDriver
-from events.kinds import ContentBlock, UserInputInject
+from trio_cap.actors.bindings.stream_json.driver import StreamJsonDriver
+from trio_cap.events.kinds import ContentBlock, UserInputInject
 
 SID = "11111111-2222-3333-4444-555555555555"
 

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import trio
 
-from actors.bindings.stream_json.connector import StreamJsonConnector
-from actors.orchestrator import Orchestrator, open_orchestrator
-from events.kinds import (
+from trio_cap.actors.bindings.stream_json.connector import StreamJsonConnector
+from trio_cap.actors.orchestrator import Orchestrator, open_orchestrator
+from trio_cap.events.kinds import (
     CapError,
     CapSessionReady,
     PermissionRequest,

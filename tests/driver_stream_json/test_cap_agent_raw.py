@@ -13,9 +13,9 @@ from typing import Any
 
 import trio
 
-from actors.bindings.stream_json.connector import StreamJsonConnector
-from actors.orchestrator import open_orchestrator
-from events.kinds import CapError, SessionIdle
+from trio_cap.actors.bindings.stream_json.connector import StreamJsonConnector
+from trio_cap.actors.orchestrator import open_orchestrator
+from trio_cap.events.kinds import CapError, SessionIdle
 
 REPO = Path(__file__).resolve().parents[2]
 GARBAGE = "this is not json at all"

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import trio
 
-from actors.model_server import ModelServer, script_from_obj
-from actors.orchestrator import Orchestrator
-from events.kinds import (
+from trio_cap.actors.model_server import ModelServer, script_from_obj
+from trio_cap.actors.orchestrator import Orchestrator
+from trio_cap.events.kinds import (
     AgentRaw,
     CapError,
     CapSessionReady,

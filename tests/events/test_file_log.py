@@ -5,15 +5,15 @@ import os
 import pytest
 import trio
 
-from events.kinds import LogRecovered, TextChunk
-from events.log import (
+from trio_cap.events.kinds import LogRecovered, TextChunk
+from trio_cap.events.log import (
     FileEventLog,
     LogCorrupted,
     LogFormatError,
     LogLocked,
     LogWriteError,
 )
-from events.log.records import HEADER_SIZE, MAGIC
+from trio_cap.events.log.records import HEADER_SIZE, MAGIC
 
 
 def chunk(i: int) -> TextChunk:

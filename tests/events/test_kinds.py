@@ -3,8 +3,8 @@ import typing
 import msgspec
 import pytest
 
-from events.envelope import Envelope
-from events.kinds import ALL_EVENTS, KINDS, AnyEvent, SessionCreated, TextChunk, kind_of
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import ALL_EVENTS, KINDS, AnyEvent, SessionCreated, TextChunk, kind_of
 
 
 def test_union_and_registry_list_the_same_types():

@@ -8,9 +8,9 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from events.clock import StepClock
-from events.log import FileEventLog, MemoryEventLog
 from tests.strategies import events
+from trio_cap.events.clock import StepClock
+from trio_cap.events.log import FileEventLog, MemoryEventLog
 
 batches = st.lists(st.lists(events(), min_size=1, max_size=5), min_size=1, max_size=6)
 

@@ -6,8 +6,8 @@ import pytest
 import trio
 import trio.testing
 
-from events.kinds import TextChunk
-from events.log import FileEventLog, MemoryEventLog
+from trio_cap.events.kinds import TextChunk
+from trio_cap.events.log import FileEventLog, MemoryEventLog
 
 
 def make_log(kind, tmp_path):

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from actors.model_server import ModelServer, pytest_plugin
-from actors.peers.env import PeerEnv, isolated_env
-from actors.peers.install import PeerMissing, find_binary
+from trio_cap.actors.model_server import ModelServer, pytest_plugin
+from trio_cap.actors.peers.env import PeerEnv, isolated_env
+from trio_cap.actors.peers.install import PeerMissing, find_binary
 
 # A server on a free loopback port, listening before each test starts.
 model_server = pytest_plugin.model_server

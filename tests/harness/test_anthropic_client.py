@@ -12,8 +12,8 @@ import httpx
 import pytest
 import trio
 
-from actors.model_server import ModelServer, script_from_obj
-from actors.model_server.record import REDACTED
+from trio_cap.actors.model_server import ModelServer, script_from_obj
+from trio_cap.actors.model_server.record import REDACTED
 
 T = TypeVar("T")
 

@@ -14,13 +14,13 @@ import httpx
 import pytest
 import trio
 
-from actors.cli import model_cmd, peers_cmd
-from actors.peers.catalog import PEERS
+from trio_cap.actors.cli import model_cmd, peers_cmd
+from trio_cap.actors.peers.catalog import PEERS
 
 # Runs the two command groups the way ``cap`` will once they are registered there.
 CAP = """
 import argparse, sys
-from actors.cli import model_cmd, peers_cmd
+from trio_cap.actors.cli import model_cmd, peers_cmd
 p = argparse.ArgumentParser(prog="cap"); sub = p.add_subparsers()
 model_cmd.register(sub); peers_cmd.register(sub)
 a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))

@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 
-from actors.model_server import ModelServer, script_from_obj
-from actors.model_server.record import REDACTED
+from trio_cap.actors.model_server import ModelServer, script_from_obj
+from trio_cap.actors.model_server.record import REDACTED
 
 HEADERS = {"x-goog-api-key": "AIza-secret", "content-type": "application/json"}
 TOOLS = [{"functionDeclarations": [{"name": "write_file", "parametersJsonSchema": {

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.peers.catalog import PEERS, resolve_names
-from actors.peers.install import (
+from trio_cap.actors.peers.catalog import PEERS, resolve_names
+from trio_cap.actors.peers.install import (
     InstallFailed,
     PeerMissing,
     find_binary,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from actors.peers.catalog import PEERS
-from actors.peers.env import isolated_env
-from actors.peers.install import bin_dir, peer_dir
+from trio_cap.actors.peers.catalog import PEERS
+from trio_cap.actors.peers.env import isolated_env
+from trio_cap.actors.peers.install import bin_dir, peer_dir
 
 CALLER_ENV = {
     "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/root",

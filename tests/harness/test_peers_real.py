@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from actors.model_server import ModelServer, script_from_obj
-from actors.peers.process import PeerRun, run_peer
+from trio_cap.actors.model_server import ModelServer, script_from_obj
+from trio_cap.actors.peers.process import PeerRun, run_peer
 
 from .conftest import PeerFactory
 
@@ -239,7 +239,7 @@ class AcpClient:
 async def test_acp_adapter_turn(peer: PeerFactory, model_server: ModelServer, name: str) -> None:
     import trio
 
-    from actors.peers.process import spawn_peer
+    from trio_cap.actors.peers.process import spawn_peer
 
     penv, workdir = peer(name)
     async with spawn_peer([penv.binary], env=penv.env, cwd=workdir) as proc:

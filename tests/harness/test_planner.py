@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from actors.model_server.parse import (
+from trio_cap.actors.model_server.parse import (
     ChatRequest,
     parse_anthropic,
     parse_gemini,
     parse_openai_chat,
     parse_openai_responses,
 )
-from actors.model_server.planner import ScriptState, chunk_text, plan_reply, synth_json
-from actors.model_server.script import script_from_obj
+from trio_cap.actors.model_server.planner import ScriptState, chunk_text, plan_reply, synth_json
+from trio_cap.actors.model_server.script import script_from_obj
 
 
 def req(text: str = "hi", **kw: object) -> ChatRequest:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import trio
 
-from actors.peers.process import run_peer, spawn_peer
+from trio_cap.actors.peers.process import run_peer, spawn_peer
 
 ENV = {"PATH": os.environ.get("PATH", os.defpath)}
 

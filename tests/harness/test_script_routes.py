@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from actors.model_server.record import REDACTED, clean_headers, clean_query
-from actors.model_server.routes import Route, route
-from actors.model_server.script import ScriptError, load_script
+from trio_cap.actors.model_server.record import REDACTED, clean_headers, clean_query
+from trio_cap.actors.model_server.routes import Route, route
+from trio_cap.actors.model_server.script import ScriptError, load_script
 
 SCRIPT = '''
 models = ["fake-model", "gpt-5.4"]

@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from actors.manifest.resolve import SearchRoots
+from trio_cap.actors.manifest.resolve import SearchRoots
 
 
 def minimal(name: str = "demo", binary: str = "demo", extra: str = "") -> str:

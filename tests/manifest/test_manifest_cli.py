@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from actors.cli import manifest_cmd
-from actors.cli.main import UsageError
-from actors.manifest import resolve as resolve_mod
 from tests.manifest.helpers import manifest_printer, minimal, write
+from trio_cap.actors.cli import manifest_cmd
+from trio_cap.actors.cli.main import UsageError
+from trio_cap.actors.manifest import resolve as resolve_mod
 
 
 def cap(*argv: str) -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from actors.manifest.fields import NO_DEFAULT, FieldRow, field_rows
+from trio_cap.actors.manifest.fields import NO_DEFAULT, FieldRow, field_rows
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cap.md"
 ROW = re.compile(

@@ -8,13 +8,13 @@ from pathlib import Path
 import attrs
 import pytest
 
-from actors.manifest import ManifestInvalid, load_manifest, parse_manifest
-from actors.manifest.convert import manifest_data
-from actors.manifest.dump import dumps
-from actors.manifest.fields import field_rows
-from actors.manifest.resolve import bundled_dir
-from actors.manifest.select import offered_bindings, plan_bindings
 from tests.manifest.helpers import minimal, write
+from trio_cap.actors.manifest import ManifestInvalid, load_manifest, parse_manifest
+from trio_cap.actors.manifest.convert import manifest_data
+from trio_cap.actors.manifest.dump import dumps
+from trio_cap.actors.manifest.fields import field_rows
+from trio_cap.actors.manifest.resolve import bundled_dir
+from trio_cap.actors.manifest.select import offered_bindings, plan_bindings
 
 BUNDLED = sorted(bundled_dir().glob("*.toml"))
 EXPECTED_BUNDLED = {"claude-code", "codex", "gemini-cli", "opencode", "aider", "repl", "cap-agent"}

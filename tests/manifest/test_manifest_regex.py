@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from actors.manifest import ManifestInvalid, PatternError, parse_manifest, search_lines
-from actors.manifest.regex import check_pattern, compile_line_pattern
 from tests.manifest.helpers import minimal
+from trio_cap.actors.manifest import ManifestInvalid, PatternError, parse_manifest, search_lines
+from trio_cap.actors.manifest.regex import check_pattern, compile_line_pattern
 
 
 @pytest.mark.parametrize("pattern", ["(?=x)y", "x(?!y)", "(?<=a)b", "(?<!a)b"])

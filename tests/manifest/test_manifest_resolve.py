@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.manifest import (
+from tests.manifest.helpers import executable, manifest_printer, minimal, roots, write
+from trio_cap.actors.manifest import (
     AdHocError,
     ManifestInvalid,
     ManifestNotFound,
@@ -19,8 +20,7 @@ from actors.manifest import (
     probe_text,
     resolve_agent,
 )
-from actors.manifest import resolve as resolve_mod
-from tests.manifest.helpers import executable, manifest_printer, minimal, roots, write
+from trio_cap.actors.manifest import resolve as resolve_mod
 
 NAME = "tcap-demo"
 

@@ -8,17 +8,17 @@ from pathlib import Path
 import pytest
 import trio
 
-from actors.manifest import (
+from tests.manifest.helpers import minimal
+from trio_cap.actors.manifest import (
     BindingNotOffered,
     BindingUnavailable,
     first_working,
     parse_manifest,
     plan_bindings,
 )
-from actors.manifest.select import BindingCandidate
-from events.kinds import BindingFallback
-from events.log.memory import MemoryEventLog
-from tests.manifest.helpers import minimal
+from trio_cap.actors.manifest.select import BindingCandidate
+from trio_cap.events.kinds import BindingFallback
+from trio_cap.events.log.memory import MemoryEventLog
 
 ALL = """
 [fast_path]

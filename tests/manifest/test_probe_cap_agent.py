@@ -3,7 +3,7 @@
 import sys
 from pathlib import Path
 
-from actors.manifest import SearchRoots, plan_bindings, resolve_agent
+from trio_cap.actors.manifest import SearchRoots, plan_bindings, resolve_agent
 
 
 async def test_the_installed_cap_agent_is_found_by_the_probe_rule(tmp_path):

@@ -10,8 +10,8 @@ from typing import Any
 
 import attrs
 
-from actors.bindings.stream_json import frames as f
-from events.kinds import Event, Usage
+from trio_cap.actors.bindings.stream_json import frames as f
+from trio_cap.events.kinds import Event, Usage
 
 # ---- effects ---------------------------------------------------------------------------
 

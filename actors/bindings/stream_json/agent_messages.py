@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from actors.bindings.stream_json import frames as f
+from trio_cap.actors.bindings.stream_json import frames as f
 
 
 class FrameIds:

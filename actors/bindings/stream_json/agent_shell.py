@@ -24,14 +24,14 @@ from typing import Any
 import msgspec
 import trio
 
-from actors import __version__
-from actors.agent.brain import ScriptedBrain
-from actors.agent.bridge import BridgeCore, bridge_log_path
-from actors.agent.core import AgentCore, CoreEnded, Emitted
-from actors.agent.script import Script
-from actors.agent.workspace import WorkspaceDiffs
-from actors.bindings.stream_json.agent_argv import AgentOptions
-from actors.bindings.stream_json.agent_side import (
+from trio_cap.actors import __version__
+from trio_cap.actors.agent.brain import ScriptedBrain
+from trio_cap.actors.agent.bridge import BridgeCore, bridge_log_path
+from trio_cap.actors.agent.core import AgentCore, CoreEnded, Emitted
+from trio_cap.actors.agent.script import Script
+from trio_cap.actors.agent.workspace import WorkspaceDiffs
+from trio_cap.actors.bindings.stream_json.agent_argv import AgentOptions
+from trio_cap.actors.bindings.stream_json.agent_side import (
     AgentSide,
     Deliver,
     Effect,
@@ -42,10 +42,10 @@ from actors.bindings.stream_json.agent_side import (
     Send,
     SetModel,
 )
-from actors.connection import Connector, TurnEnded
-from events.envelope import Envelope
-from events.kinds import Event
-from events.log.base import EventLog
+from trio_cap.actors.connection import Connector, TurnEnded
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import Event
+from trio_cap.events.log.base import EventLog
 
 _READ = 1 << 16
 

@@ -26,11 +26,11 @@ from typing import Any
 
 import msgspec
 
-from actors.agent.core import RAW_LINE
-from actors.bindings.stream_json import agent_policy as policy
-from actors.bindings.stream_json import frames as f
-from actors.bindings.stream_json.agent_argv import PERMISSION_MODES, AgentOptions
-from actors.bindings.stream_json.agent_effects import (
+from trio_cap.actors.agent.core import RAW_LINE
+from trio_cap.actors.bindings.stream_json import agent_policy as policy
+from trio_cap.actors.bindings.stream_json import frames as f
+from trio_cap.actors.bindings.stream_json.agent_argv import PERMISSION_MODES, AgentOptions
+from trio_cap.actors.bindings.stream_json.agent_effects import (
     Call,
     Deliver,
     Effect,
@@ -43,17 +43,17 @@ from actors.bindings.stream_json.agent_effects import (
     SetModel,
     Turn,
 )
-from actors.bindings.stream_json.agent_messages import FrameIds, MessageBuilder
-from actors.bindings.stream_json.agent_tools import ToolFlow
-from actors.bindings.stream_json.agent_transcript import (
+from trio_cap.actors.bindings.stream_json.agent_messages import FrameIds, MessageBuilder
+from trio_cap.actors.bindings.stream_json.agent_tools import ToolFlow
+from trio_cap.actors.bindings.stream_json.agent_transcript import (
     TRANSCRIPT_MIME,
     TranscriptDiffs,
     extension_lines,
     transcript_document,
 )
-from events.envelope import Envelope
-from events.errors import numeric
-from events.kinds import (
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.errors import numeric
+from trio_cap.events.kinds import (
     AgentRaw,
     Artifact,
     AskUser,

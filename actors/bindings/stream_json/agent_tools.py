@@ -14,13 +14,20 @@ from typing import Any
 
 import msgspec
 
-from actors.agent.core import UPDATED_INPUT
-from actors.bindings.stream_json import agent_policy as policy
-from actors.bindings.stream_json import frames as f
-from actors.bindings.stream_json.agent_argv import AgentOptions
-from actors.bindings.stream_json.agent_effects import Call, Deliver, Effect, Prompt, Record, Turn
-from actors.bindings.stream_json.agent_messages import FrameIds, MessageBuilder
-from events.kinds import (
+from trio_cap.actors.agent.core import UPDATED_INPUT
+from trio_cap.actors.bindings.stream_json import agent_policy as policy
+from trio_cap.actors.bindings.stream_json import frames as f
+from trio_cap.actors.bindings.stream_json.agent_argv import AgentOptions
+from trio_cap.actors.bindings.stream_json.agent_effects import (
+    Call,
+    Deliver,
+    Effect,
+    Prompt,
+    Record,
+    Turn,
+)
+from trio_cap.actors.bindings.stream_json.agent_messages import FrameIds, MessageBuilder
+from trio_cap.events.kinds import (
     AskUser,
     AskUserAnswer,
     CapError,

@@ -22,8 +22,8 @@ from typing import Any
 
 import msgspec
 
-from actors.bindings.stream_json import frames as f
-from events.envelope import Envelope
+from trio_cap.actors.bindings.stream_json import frames as f
+from trio_cap.events.envelope import Envelope
 
 TRANSCRIPT_MIME = "application/vnd.cap.coding.transcript.v1+json"
 

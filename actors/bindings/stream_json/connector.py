@@ -22,17 +22,17 @@ from typing import Any
 
 import trio
 
-from actors.bindings.stream_json.driver import (
+from trio_cap.actors.bindings.stream_json.driver import (
     DriverState,
     Output,
     StreamJsonDriver,
     ToAgent,
 )
-from actors.bindings.stream_json.driver_argv import driver_argv
-from actors.bindings.stream_json.driver_blocks import BINDING
-from actors.connection import AgentBatch, AgentGone, AgentSpec, ConnectError, TurnEnded
-from actors.peers.process import kill_process_group
-from events.kinds import AgentRaw, Cancel, CancelScope, Event
+from trio_cap.actors.bindings.stream_json.driver_argv import driver_argv
+from trio_cap.actors.bindings.stream_json.driver_blocks import BINDING
+from trio_cap.actors.connection import AgentBatch, AgentGone, AgentSpec, ConnectError, TurnEnded
+from trio_cap.actors.peers.process import kill_process_group
+from trio_cap.events.kinds import AgentRaw, Cancel, CancelScope, Event
 
 STDERR_BUDGET = 64 * 1024
 """stderr bytes kept in the log per session; the rest is counted."""

@@ -31,16 +31,16 @@ from typing import Any
 import attrs
 import msgspec
 
-from actors.bindings.stream_json import frames as f
-from actors.bindings.stream_json.driver_asks import ASK_TOOL, answered_input, ask_from_tool
-from actors.bindings.stream_json.driver_blocks import (
+from trio_cap.actors.bindings.stream_json import frames as f
+from trio_cap.actors.bindings.stream_json.driver_asks import ASK_TOOL, answered_input, ask_from_tool
+from trio_cap.actors.bindings.stream_json.driver_blocks import (
     RAW_LIMIT,
     PendingPermission,
     StreamedBlock,
     raw_event,
     result_text,
 )
-from actors.bindings.stream_json.driver_frames import (
+from trio_cap.actors.bindings.stream_json.driver_frames import (
     CommandLifecycle,
     DriverAssistant,
     DriverResult,
@@ -48,11 +48,16 @@ from actors.bindings.stream_json.driver_frames import (
     Prompt,
     PromptMessage,
 )
-from actors.bindings.stream_json.driver_lines import MAX_LINE, BadLine, Decoded, LineDecoder
-from actors.bindings.stream_json.driver_rules import error_code, tool_scope
-from actors.connection import TurnEnded
-from actors.risk import infer_risk
-from events.kinds import (
+from trio_cap.actors.bindings.stream_json.driver_lines import (
+    MAX_LINE,
+    BadLine,
+    Decoded,
+    LineDecoder,
+)
+from trio_cap.actors.bindings.stream_json.driver_rules import error_code, tool_scope
+from trio_cap.actors.connection import TurnEnded
+from trio_cap.actors.risk import infer_risk
+from trio_cap.events.kinds import (
     Artifact,
     AskUserAnswer,
     Cancel,

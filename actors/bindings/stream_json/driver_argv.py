@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from events.kinds import SessionConfig
+from trio_cap.events.kinds import SessionConfig
 
 PERMISSION_MODES = {"none": "bypassPermissions", "confirm": "default", "interactive": "default"}
 """CAP ``permission_mode`` → Claude Code's ``--permission-mode``.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from events.kinds import AskUser
+from trio_cap.events.kinds import AskUser
 
 ASK_TOOL = "AskUserQuestion"
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from events.kinds import AgentRaw
+from trio_cap.events.kinds import AgentRaw
 
 BINDING = "stream-json"
 RAW_LIMIT = 64 * 1024

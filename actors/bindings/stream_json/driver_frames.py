@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from actors.bindings.stream_json.frames import (
+from trio_cap.actors.bindings.stream_json.frames import (
     Assistant,
     ControlCancelRequest,
     ControlRequest,

@@ -21,7 +21,11 @@ from __future__ import annotations
 import attrs
 import msgspec
 
-from actors.bindings.stream_json.driver_frames import DriverFrame, NotAFrame, decode_driver_frame
+from trio_cap.actors.bindings.stream_json.driver_frames import (
+    DriverFrame,
+    NotAFrame,
+    decode_driver_frame,
+)
 
 MAX_LINE = 64 * 1024 * 1024
 """Largest line kept (the SDK's own default is 1 MiB, which tool outputs can exceed)."""

@@ -7,7 +7,7 @@ state machine.
 
 from __future__ import annotations
 
-from events.kinds import Scope
+from trio_cap.events.kinds import Scope
 
 _READ_TOOLS = frozenset({"read", "glob", "grep", "ls", "notebookread", "todowrite", "todoread"})
 _EXEC_TOOLS = frozenset({"bash", "bashoutput", "killshell", "killbash", "task"})
