@@ -20,26 +20,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
-from trio_cap.events.kinds import CancelScope, Event, SessionConfig, StopReason
-
-
-@attrs.frozen
-class AgentBatch:
-    events: Sequence[Event]
-
-
-@attrs.frozen
-class TurnEnded:
-    stop_reason: StopReason = "end_turn"
-
-
-@attrs.frozen
-class AgentGone:
-    reason: str
-    exit_code: int | None = None
-
-
-Inbound = AgentBatch | TurnEnded | AgentGone
+from trio_cap.events.kinds import CancelScope, Event, SessionConfig
 
 
 class ConnectError(Exception):

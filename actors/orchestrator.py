@@ -17,8 +17,8 @@ from typing import Any
 import attrs
 import trio
 
-from trio_cap.actors.agent.core import UPDATED_INPUT
 from trio_cap.actors.agent.script import Script, load_script
+from trio_cap.actors.bindings.base import UPDATED_INPUT
 from trio_cap.actors.bindings.inproc import InprocConnector
 from trio_cap.actors.bindings.stream_json.connector import StreamJsonConnector
 from trio_cap.actors.connection import AgentSpec, Connector

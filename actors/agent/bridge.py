@@ -28,10 +28,11 @@ from typing import Any
 
 import trio
 
-from trio_cap.actors.agent.core import UPDATED_INPUT, CoreEnded, Emit, Emitted
+from trio_cap.actors.agent.core import CoreEnded, Emit, Emitted
 from trio_cap.actors.agent.script import Script
+from trio_cap.actors.bindings.base import BRIDGED, UPDATED_INPUT, TurnEnded
 from trio_cap.actors.bindings.stream_json import agent_policy
-from trio_cap.actors.connection import Connector, TurnEnded
+from trio_cap.actors.connection import Connector
 from trio_cap.actors.orchestrator import Orchestrator, Session, UnknownAgent, open_orchestrator
 from trio_cap.actors.session.actor import CommandRefused, SessionEnded
 from trio_cap.events.envelope import Envelope
@@ -57,10 +58,6 @@ from trio_cap.events.kinds import (
     UserInputInject,
 )
 from trio_cap.events.log import EventLog
-
-BRIDGED = "cap.bridged"
-"""``_meta`` key on the bridge's ``cap.session.ready``: which agent, binding and session
-it drives (the driven session's id is the stream to read in the bridge's own log)."""
 
 _TERMINAL = (SessionCompleted, SessionCancelled, SessionFailed)
 _WIRE_SHAPED = ("Write", "Edit")

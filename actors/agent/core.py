@@ -36,7 +36,7 @@ from trio_cap.actors.agent.steps import (
     Wait,
     Write,
 )
-from trio_cap.actors.connection import TurnEnded
+from trio_cap.actors.bindings.base import UPDATED_INPUT, TurnEnded
 from trio_cap.actors.risk import infer_risk
 from trio_cap.events.kinds import (
     AgentRaw,
@@ -62,11 +62,6 @@ from trio_cap.events.kinds import (
 
 Emitted = Event | TurnEnded
 Emit = Callable[[Sequence[Emitted]], Awaitable[None]]
-
-UPDATED_INPUT = "cap.updated_input"
-"""``_meta`` key of a ``cap.permission.response`` that allows the call with a rewritten input
-(stream-json's ``updatedInput``): the tool runs with that input instead of its own."""
-
 
 RAW_LINE = "script_raw_line"
 """``agent.raw`` reason of a scripted ``raw`` step: the stream-json agent side writes its

@@ -18,7 +18,8 @@ import trio
 from trio_cap.actors.agent.brain import ScriptedBrain
 from trio_cap.actors.agent.core import AgentCore, Emitted
 from trio_cap.actors.agent.script import Script
-from trio_cap.actors.connection import AgentBatch, AgentGone, AgentSpec, TurnEnded
+from trio_cap.actors.bindings.base import AgentBatch, AgentGone, TurnEnded
+from trio_cap.actors.connection import AgentSpec
 from trio_cap.events.kinds import Cancel, CancelScope, Event
 
 

@@ -18,14 +18,8 @@ from typing import Any
 import attrs
 import trio
 
-from trio_cap.actors.connection import (
-    AgentBatch,
-    AgentGone,
-    AgentSpec,
-    ConnectError,
-    Connector,
-    TurnEnded,
-)
+from trio_cap.actors.bindings.base import AgentBatch, AgentGone, TurnEnded
+from trio_cap.actors.connection import AgentSpec, ConnectError, Connector
 from trio_cap.actors.manifest.select import BindingUnavailable, first_working
 from trio_cap.actors.runtime import Actor, ActorContext
 from trio_cap.actors.session.machine import CancelAgent, Close, Emit, Output, Send, SessionMachine

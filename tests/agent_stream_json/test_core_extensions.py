@@ -11,9 +11,9 @@ import trio
 import trio.testing
 
 from trio_cap.actors.agent.brain import ScriptedBrain
-from trio_cap.actors.agent.core import UPDATED_INPUT, AgentCore, Emitted
+from trio_cap.actors.agent.core import AgentCore, Emitted
 from trio_cap.actors.agent.workspace import WorkspaceDiffs
-from trio_cap.actors.connection import TurnEnded
+from trio_cap.actors.bindings.base import UPDATED_INPUT, TurnEnded
 from trio_cap.events.kinds import (
     Artifact,
     Cancel,

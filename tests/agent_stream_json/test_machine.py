@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from tests.agent_stream_json.harness import SID, Harness
-from trio_cap.actors.agent.core import UPDATED_INPUT
+from trio_cap.actors.bindings.base import UPDATED_INPUT
 from trio_cap.actors.bindings.stream_json import frames as f
 from trio_cap.actors.bindings.stream_json.agent_side import COMPAT_VERSION
 from trio_cap.actors.bindings.stream_json.agent_transcript import (

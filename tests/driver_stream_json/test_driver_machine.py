@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from trio_cap.actors.bindings.base import TurnEnded
 from trio_cap.actors.bindings.stream_json.driver import StreamJsonDriver, ToAgent
 from trio_cap.actors.bindings.stream_json.driver_argv import driver_argv
 from trio_cap.actors.bindings.stream_json.driver_rules import error_code
-from trio_cap.actors.connection import TurnEnded
 from trio_cap.events.kinds import (
     AgentRaw,
     AskUser,

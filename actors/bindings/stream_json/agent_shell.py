@@ -30,6 +30,7 @@ from trio_cap.actors.agent.bridge import BridgeCore, bridge_log_path
 from trio_cap.actors.agent.core import AgentCore, CoreEnded, Emitted
 from trio_cap.actors.agent.script import Script
 from trio_cap.actors.agent.workspace import WorkspaceDiffs
+from trio_cap.actors.bindings.base import TurnEnded
 from trio_cap.actors.bindings.stream_json.agent_argv import AgentOptions
 from trio_cap.actors.bindings.stream_json.agent_side import (
     AgentSide,
@@ -42,7 +43,7 @@ from trio_cap.actors.bindings.stream_json.agent_side import (
     Send,
     SetModel,
 )
-from trio_cap.actors.connection import Connector, TurnEnded
+from trio_cap.actors.connection import Connector
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import Event
 from trio_cap.events.log.base import EventLog

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from trio_cap.actors.agent.core import UPDATED_INPUT
+from trio_cap.actors.bindings.base import UPDATED_INPUT
 from trio_cap.actors.bindings.stream_json import agent_policy as policy
 from trio_cap.actors.bindings.stream_json import frames as f
 from trio_cap.actors.bindings.stream_json.agent_argv import AgentOptions

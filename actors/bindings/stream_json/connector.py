@@ -22,6 +22,7 @@ from typing import Any
 
 import trio
 
+from trio_cap.actors.bindings.base import AgentBatch, AgentGone, TurnEnded
 from trio_cap.actors.bindings.stream_json.driver import (
     DriverState,
     Output,
@@ -30,7 +31,7 @@ from trio_cap.actors.bindings.stream_json.driver import (
 )
 from trio_cap.actors.bindings.stream_json.driver_argv import driver_argv
 from trio_cap.actors.bindings.stream_json.driver_blocks import BINDING
-from trio_cap.actors.connection import AgentBatch, AgentGone, AgentSpec, ConnectError, TurnEnded
+from trio_cap.actors.connection import AgentSpec, ConnectError
 from trio_cap.actors.peers.process import kill_process_group
 from trio_cap.events.kinds import AgentRaw, Cancel, CancelScope, Event
 

@@ -31,6 +31,7 @@ from typing import Any
 import attrs
 import msgspec
 
+from trio_cap.actors.bindings.base import TurnEnded
 from trio_cap.actors.bindings.stream_json import frames as f
 from trio_cap.actors.bindings.stream_json.driver_asks import ASK_TOOL, answered_input, ask_from_tool
 from trio_cap.actors.bindings.stream_json.driver_blocks import (
@@ -55,7 +56,6 @@ from trio_cap.actors.bindings.stream_json.driver_lines import (
     LineDecoder,
 )
 from trio_cap.actors.bindings.stream_json.driver_rules import error_code, tool_scope
-from trio_cap.actors.connection import TurnEnded
 from trio_cap.actors.risk import infer_risk
 from trio_cap.events.kinds import (
     Artifact,
