@@ -149,6 +149,31 @@ class LogRecovered(Event, tag="log.recovered"):
     at_offset: int
 
 
+class LogLost(Event, tag="log.lost"):
+    """Stands in for an event that damage to the file destroyed.
+
+    ``cap log repair`` writes one per lost seq (and readers of a damaged log
+    show one) so seqs stay gap-free and every ``cause`` still points at the
+    right event; each names the whole lost range and why.
+    """
+
+    from_seq: int
+    to_seq: int
+    reason: str
+
+
+class LogUndecodable(Event, tag="log.undecodable"):
+    """A stored event this build cannot decode (a newer trio-cap's kind, or a bad field).
+
+    Made only when reading, never appended: the raw event travels as
+    ``payload`` (JSON-able) so nothing a newer writer stored is hidden.
+    """
+
+    original_kind: str | None = None
+    payload: Any = None
+    error: str = ""
+
+
 # --------------------------------------------------------------------------
 # commands the orchestrator accepted (written before they are acted on)
 # --------------------------------------------------------------------------
@@ -351,6 +376,8 @@ LIFECYCLE_EVENTS: tuple[type[Event], ...] = (
     SessionWarning,
     BindingFallback,
     LogRecovered,
+    LogLost,
+    LogUndecodable,
     AgentRaw,
 )
 COMMAND_EVENTS: tuple[type[Event], ...] = (
@@ -399,6 +426,8 @@ AnyEvent = (
     | SessionWarning
     | BindingFallback
     | LogRecovered
+    | LogLost
+    | LogUndecodable
     | AgentRaw
     | InputInjected
     | CancelRequested
