@@ -36,7 +36,7 @@ from trio_cap.actors.agent.steps import (
     Wait,
     Write,
 )
-from trio_cap.actors.bindings.base import UPDATED_INPUT, TurnEnded
+from trio_cap.actors.bindings.base import RAW_LINE, UPDATED_INPUT, TurnEnded
 from trio_cap.actors.risk import infer_risk
 from trio_cap.events.kinds import (
     AgentRaw,
@@ -63,9 +63,6 @@ from trio_cap.events.kinds import (
 Emitted = Event | TurnEnded
 Emit = Callable[[Sequence[Emitted]], Awaitable[None]]
 
-RAW_LINE = "script_raw_line"
-"""``agent.raw`` reason of a scripted ``raw`` step: the stream-json agent side writes its
-text to stdout as one line, verbatim; everywhere else it is only logged."""
 
 
 class CoreEnded(Exception):

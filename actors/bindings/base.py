@@ -52,6 +52,10 @@ BRIDGED = "cap.bridged"
 """``_meta`` key on a bridge's ``cap.session.ready``: which agent, binding and session it
 drives (the driven session's id is the stream to read in the bridge's own log)."""
 
+RAW_LINE = "script_raw_line"
+"""``agent.raw`` reason of a scripted ``raw`` step: the stream-json agent side writes its
+text to stdout as one line, verbatim; everywhere else it is only logged."""
+
 
 # ---- outputs -----------------------------------------------------------------------
 
