@@ -31,18 +31,25 @@ from trio_cap.actors.manifest import (
     Resolved,
     resolve_agent,
 )
-from trio_cap.actors.runtime import ActorNotFound, ActorSystem, Escalate, open_actor_system
+from trio_cap.actors.runtime import (
+    ActorNotFound,
+    ActorRef,
+    ActorSystem,
+    Escalate,
+    open_actor_system,
+)
 from trio_cap.actors.session.actor import (
     Accepted,
     Candidate,
     CloseSession,
     Command,
-    Reply,
     SessionActor,
     SessionEnded,
+    request,
 )
 from trio_cap.actors.session.machine import SessionMachine
 from trio_cap.actors.session.policy import POLICIES, PermissionPolicy
+from trio_cap.actors.session.timers import Timeouts
 from trio_cap.events.clock import Clock, SystemClock
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import (
@@ -78,24 +85,72 @@ class TurnResult:
 
 
 class Session:
-    """Owner's handle on one session actor."""
+    """Owner's handle on one session actor.
 
-    def __init__(self, orch: Orchestrator, session_id: str, address: str) -> None:
+    Every method that waits — for the actor's answer or for the projection to
+    show an effect — also watches the actor's end, so a session that has
+    ended (or ends meanwhile) raises :class:`SessionEnded` at once instead of
+    leaving the caller waiting for something that cannot happen.
+    """
+
+    def __init__(
+        self, orch: Orchestrator, session_id: str, address: str, ref: ActorRef | None = None
+    ) -> None:
         self.orch = orch
         self.id = session_id
         self.address = address
+        if ref is None:
+            try:
+                ref = orch.system.lookup(address)
+            except ActorNotFound:
+                ref = None
+        self._ref = ref
 
     @property
     def view(self) -> SessionView | None:
         return self.orch.state.sessions.sessions.get(self.id)
 
+    @property
+    def gone(self) -> trio.Event:
+        """Set once the session's actor has finished (at once for a session already gone)."""
+        if self._ref is None:
+            ended = trio.Event()
+            ended.set()
+            return ended
+        return self._ref.done
+
+    def _ended(self, what: str) -> SessionEnded:
+        view = self.view
+        status = f" ({view.status})" if view is not None else ""
+        return SessionEnded(f"session {self.id} has ended{status}: {what}", view)
+
     async def _command(self, event: Any) -> Accepted:
-        reply = Reply()
+        if self._ref is None:
+            raise self._ended(f"cannot {_verb(event)}")
         try:
-            await self.orch.system.lookup(self.address).send(Command(event, reply))
-        except ActorNotFound:
-            raise SessionEnded(f"session {self.id} has ended") from None
-        return await reply.wait()
+            return await request(self._ref, lambda reply: Command(event, reply))
+        except SessionEnded:
+            await self.orch.caught_up()
+            raise self._ended(f"cannot {_verb(event)}") from None
+
+    async def _until(self, predicate: Callable[[State], bool], what: str) -> State:
+        """Wait for ``predicate`` on the projection, or raise SessionEnded once the actor has
+        finished and everything it logged is folded without satisfying it."""
+        gone = self.gone
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                async def watch() -> None:
+                    await gone.wait()
+                    scope.cancel()
+
+                nursery.start_soon(watch)
+                state = await self.orch.wait_until(predicate)
+                nursery.cancel_scope.cancel()
+                return state
+        await self.orch.caught_up()
+        if predicate(self.orch.state):
+            return self.orch.state
+        raise self._ended(what)
 
     async def inject(self, text: str, *, source: str = "owner") -> Accepted:
         """Accept input; it is sent when the session is ready and no turn runs."""
@@ -118,21 +173,27 @@ class Session:
         return await self._command(AskAnswered(ask_id=ask_id, value=value, by="human"))
 
     async def close(self) -> SessionView:
-        """End the session (completed, or failed when its last turn failed) and wait for it."""
-        reply = Reply()
-        try:
-            await self.orch.system.lookup(self.address).send(CloseSession(reply))
-            await reply.wait()
-        except ActorNotFound:
-            pass
+        """End the session (completed, or failed when its last turn failed) and wait for it.
+
+        Closing a session that has already ended returns its final view at
+        once (closing twice is harmless); only a session that ended without
+        a terminal event in the log raises :class:`SessionEnded`.
+        """
+        if self._ref is not None:
+            try:
+                await request(self._ref, CloseSession)
+            except SessionEnded:
+                pass
         return await self.wait_terminal()
 
     async def wait_terminal(self) -> SessionView:
         return await self.wait_status(*TERMINAL_STATUSES)
 
     async def wait_status(self, *statuses: str) -> SessionView:
-        await self.orch.wait_until(
-            lambda s: (v := s.sessions.sessions.get(self.id)) is not None and v.status in statuses
+        """Wait until the session is in one of ``statuses``; SessionEnded if it ends first."""
+        await self._until(
+            lambda s: (v := s.sessions.sessions.get(self.id)) is not None and v.status in statuses,
+            f"it never reached {' or '.join(statuses)}",
         )
         return self.view  # type: ignore[return-value]
 
@@ -141,9 +202,10 @@ class Session:
         accepted = await self.inject(text)
         if accepted.turn is not None:
             turn = accepted.turn
-            await self.orch.wait_until(
+            await self._until(
                 lambda s: (v := s.sessions.sessions[self.id]).ended_turn >= turn
-                or v.status in TERMINAL_STATUSES
+                or v.status in TERMINAL_STATUSES,
+                f"turn {turn} never ended",
             )
         # everything the turn did names its input as the cause
         caused = [env.event for env in self.orch.log.read(accepted.seq, self.id)
@@ -167,6 +229,9 @@ class Orchestrator:
         self.clock = clock
         self.ids = ids
         self.state: State = initial_state()
+        self.default_timeouts = Timeouts()
+        """Turn/idle limits for sessions whose caller and manifest name none (``cap run``
+        sets an idle timeout here; an embedding app gets none unless it asks)."""
         self._changed = trio.Event()
         self.connectors: dict[str, Connector] = {
             "inproc": InprocConnector(),
@@ -190,6 +255,10 @@ class Orchestrator:
             await self._changed.wait()
         return self.state
 
+    async def caught_up(self) -> State:
+        """Wait until the projection has folded everything the log has acknowledged."""
+        return await self.wait_until(lambda s: s.last_seq >= self.log.last_seq)
+
     async def start_session(
         self,
         agent: str = BUILTIN_AGENT,
@@ -205,6 +274,8 @@ class Orchestrator:
         system_prompt: str | None = None,
         max_turns: int | None = None,
         session_id: str | None = None,
+        turn_timeout: float | None = None,
+        idle_timeout: float | None = None,
     ) -> Session:
         """Spawn a session actor; returns once ``session.created`` is in the log.
 
@@ -214,6 +285,15 @@ class Orchestrator:
         says whether someone will answer asks and permission requests through
         :meth:`Session.decide` / :meth:`Session.answer` (implied by
         ``permissions="ask"``).
+
+        ``turn_timeout`` bounds each turn's total time and ``idle_timeout``
+        the agent's silence during a turn (seconds; ``0`` turns one off;
+        ``None`` takes the manifest's ``capabilities.x-turn-timeout-seconds``
+        / ``x-idle-timeout-seconds``, else :attr:`Orchestrator.default_timeouts`,
+        which embedding apps get with no limit).  On expiry the turn is
+        cancelled (CAP cancel, then the connection is ended after a grace), a
+        ``cap.error`` ``turn_timeout`` / ``idle_timeout`` is logged and the
+        turn counts as failed.
         """
         if permissions not in POLICIES:
             raise ValueError(f"permissions must be one of {POLICIES}, not {permissions!r}")
@@ -274,14 +354,21 @@ class Orchestrator:
         machine = SessionMachine(
             created, config, policy, queued_input=resolved.manifest.capabilities.queued_input
         )
+        caps = resolved.manifest.capabilities
+        defaults = self.default_timeouts
+        timeouts = Timeouts(
+            turn=_pick(turn_timeout, caps.x_turn_timeout_seconds, defaults.turn),
+            idle=_pick(idle_timeout, caps.x_idle_timeout_seconds, defaults.idle),
+            grace=defaults.grace,
+        )
         address = f"cap://{sid}"
-        self.system.spawn(
-            lambda: SessionActor(machine, candidates, self.log),
+        ref = self.system.spawn(
+            lambda: SessionActor(machine, candidates, self.log, timeouts),
             address=address,
             policy=Escalate(),
         )
-        session = Session(self, sid, address)
-        await self.wait_until(lambda s: sid in s.sessions.sessions)
+        session = Session(self, sid, address, ref)
+        await session._until(lambda s: sid in s.sessions.sessions, "it was never created")
         return session
 
     async def resolve(self, agent: str) -> Resolved:
@@ -333,3 +420,23 @@ async def open_orchestrator(
         if owned is not None:
             with trio.CancelScope(shield=True):
                 await owned.aclose()
+
+
+def _verb(event: Any) -> str:
+    """What a command was trying to do, for the SessionEnded message."""
+    return {
+        InputInjected: "accept input",
+        CancelRequested: "cancel",
+        PermissionDecided: "take a permission decision",
+        AskAnswered: "take an answer",
+    }.get(type(event), "take the command")
+
+
+def _pick(given: float | None, manifest: float | None, default: float | None) -> float | None:
+    """The first limit set, caller before manifest before default; 0 means off."""
+    for value in (given, manifest, default):
+        if value is not None:
+            if not value >= 0:  # negative or NaN
+                raise ValueError(f"a timeout must be 0 (off) or positive seconds, not {value}")
+            return value or None
+    return None

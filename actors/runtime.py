@@ -61,6 +61,12 @@ class ActorRef:
 
     address: str
     _send: trio.MemorySendChannel[Any]
+    done: trio.Event = attrs.field(factory=trio.Event)
+    """Set once the actor has finished for good (after its last restart, if any).
+
+    A message sent just before that may sit unread in a buffer that is then
+    dropped, so anyone waiting for an answer races it against ``done``
+    (:func:`first_of`) instead of waiting on the answer alone."""
 
     async def send(self, message: Any) -> None:
         """Deliver, waiting while the inbox is full (backpressure)."""
@@ -138,10 +144,13 @@ class Actor:
 class _Entry:
     ref: ActorRef
     inbox: trio.MemoryReceiveChannel[Any]
-    done: trio.Event = attrs.field(factory=trio.Event)
     restarts: int = 0
     stopping: bool = False
     receive_scope: trio.CancelScope | None = None
+
+    @property
+    def done(self) -> trio.Event:
+        return self.ref.done
 
     def request_stop(self) -> None:
         self.stopping = True
@@ -257,6 +266,24 @@ class ActorSystem:
             entry.inbox.close()
             entry.done.set()
             self._actors.pop(entry.ref.address, None)
+
+
+async def first_of(*events: trio.Event) -> None:
+    """Return as soon as any of ``events`` is set.
+
+    The building block for every wait on an answer that may never come: race
+    it against the event that says the answerer is gone.
+    """
+    if any(e.is_set() for e in events):
+        return
+    async with trio.open_nursery() as nursery:
+        for event in events:
+            nursery.start_soon(_set_then_cancel, event, nursery.cancel_scope)
+
+
+async def _set_then_cancel(event: trio.Event, scope: trio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 def _root(exc: BaseException) -> BaseException:

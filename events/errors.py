@@ -65,6 +65,8 @@ TRIO_CAP_CODES: dict[str, str] = {
     "permission_denied": "A tool call was refused by the permission policy or a human",
     "script_error": "The scripted brain's script file is invalid",
     "tool_failed": "A tool the scripted brain ran failed",
+    "turn_timeout": "A turn ran longer than its turn timeout and was cancelled",
+    "idle_timeout": "The agent was silent for the idle timeout during a turn, which was cancelled",
 }
 """trio-cap's own string codes, used where CAP defines none."""
 

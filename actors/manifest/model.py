@@ -261,6 +261,18 @@ class Capabilities:
     output_modalities: Strings = field("kinds of output produced", default=("text",))
     ask_user: AskUser = section(AskUser, "the kinds of questions the agent asks")
     coding: Coding | None = optional_section("coding profile capabilities")
+    x_turn_timeout_seconds: Annotated[float, Check(checks.positive_number)] | None = field(
+        "trio-cap: cancel a turn that runs longer than this many seconds (`cap run "
+        "--turn-timeout` wins; unset: no limit)",
+        default=None,
+        toml="x-turn-timeout-seconds",
+    )
+    x_idle_timeout_seconds: Annotated[float, Check(checks.positive_number)] | None = field(
+        "trio-cap: cancel a turn when the agent sends nothing for this many seconds (`cap run "
+        "--idle-timeout` wins; unset: `cap run`'s 600, no limit when embedded)",
+        default=None,
+        toml="x-idle-timeout-seconds",
+    )
 
 
 @attrs.frozen

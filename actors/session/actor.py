@@ -7,10 +7,19 @@ validated, appended to the log, and only then applied; agent events are
 appended as they arrive and then fed to the machine, whose derived events
 (lifecycle, decisions) name them as their ``cause``.  Every outbound frame is
 logged before it is sent, so the log proves what reached the agent and when.
+
+The actor also keeps the session's clock: turn and idle timeouts
+(:mod:`.timers`) wake it through its own inbox, so a timeout is handled in
+the same order as everything else and is logged before the turn ends.
+
+Whoever waits for an answer from the actor races that wait against the
+actor's end (``ActorRef.done``): a command that reaches the inbox just as the
+session ends would otherwise wait forever on a reply nobody will send.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from typing import Any
@@ -21,8 +30,18 @@ import trio
 from trio_cap.actors.bindings.base import AgentBatch, AgentGone, TurnEnded
 from trio_cap.actors.connection import AgentSpec, ConnectError, Connector
 from trio_cap.actors.manifest.select import BindingUnavailable, first_working
-from trio_cap.actors.runtime import Actor, ActorContext
-from trio_cap.actors.session.machine import CancelAgent, Close, Emit, Output, Send, SessionMachine
+from trio_cap.actors.runtime import Actor, ActorContext, ActorNotFound, ActorRef, first_of
+from trio_cap.actors.session.machine import (
+    BUSY,
+    CancelAgent,
+    Close,
+    Emit,
+    Output,
+    Send,
+    SessionMachine,
+    State,
+)
+from trio_cap.actors.session.timers import Timeouts, TurnTimer
 from trio_cap.events.kinds import BindingFallback, Cancel, CapError, Event
 from trio_cap.events.log.base import EventLog
 
@@ -36,7 +55,12 @@ class CommandRefused(Exception):
 
 
 class SessionEnded(Exception):
-    """The session ended before it could handle the command."""
+    """The session ended before it could handle the command (or while it was waited on)."""
+
+    def __init__(self, message: str = "the session has ended", view: Any = None) -> None:
+        super().__init__(message)
+        self.view = view
+        """The session's final projection (a ``SessionView``) when the caller knows it."""
 
 
 class Reply:
@@ -57,11 +81,33 @@ class Reply:
             self._error = error
             self._done.set()
 
-    async def wait(self) -> Any:
-        await self._done.wait()
+    async def wait(self, gone: trio.Event | None = None) -> Any:
+        """The answer; :class:`SessionEnded` if ``gone`` (the actor's end) comes first."""
+        if gone is None:
+            await self._done.wait()
+        else:
+            await first_of(self._done, gone)
+        if not self._done.is_set():
+            raise SessionEnded()
         if self._error is not None:
             raise self._error
         return self._value
+
+
+async def request(ref: ActorRef, make: Any) -> Any:
+    """Send ``make(reply)`` to the actor and wait for the answer, or for the actor's end.
+
+    A stopped actor (its inbox closed) and one that ends with the message
+    unread both raise :class:`SessionEnded` at once, never a wait.
+    """
+    reply = Reply()
+    if ref.done.is_set():
+        raise SessionEnded()
+    try:
+        await ref.send(make(reply))
+    except ActorNotFound:
+        raise SessionEnded() from None
+    return await reply.wait(ref.done)
 
 
 @attrs.frozen
@@ -73,6 +119,11 @@ class Command:
 @attrs.frozen
 class CloseSession:
     reply: Reply
+
+
+@attrs.frozen
+class Tick:
+    """The session's timer woke up: something may have expired."""
 
 
 @attrs.frozen
@@ -94,13 +145,19 @@ class Accepted:
 
 class SessionActor(Actor):
     def __init__(
-        self, machine: SessionMachine, candidates: Sequence[Candidate], log: EventLog
+        self,
+        machine: SessionMachine,
+        candidates: Sequence[Candidate],
+        log: EventLog,
+        timeouts: Timeouts | None = None,
     ) -> None:
         self.machine = machine
         self.candidates = candidates
         self.log = log
         self.stream = machine.session_id
         self.conn: Any = None
+        self.timer = TurnTimer(timeouts or Timeouts())
+        self._rearm = trio.Event()
 
     async def run(self, ctx: ActorContext) -> None:
         machine = self.machine
@@ -124,10 +181,15 @@ class SessionActor(Actor):
                     await self._apply(machine.fail(exc.code, str(exc)))
                     return
                 await self._apply(machine.start(chosen.binding))
-                async for batch in ctx.batches():
-                    await self._handle(batch)
-                    if machine.terminal:
-                        break
+                async with trio.open_nursery() as clock:
+                    if self.timer.timeouts.enabled:
+                        clock.start_soon(self._clock, ctx.ref)
+                    async for batch in ctx.batches():
+                        await self._handle(batch)
+                        self._observe(batch)
+                        if machine.terminal:
+                            break
+                    clock.cancel_scope.cancel()
                 self.conn = None
         finally:
             self.conn = None
@@ -135,6 +197,43 @@ class SessionActor(Actor):
                 if not machine.terminal:
                     await self._apply(machine.shutdown())
                 _refuse_queued(ctx)
+
+    # ---- timers -----------------------------------------------------------
+    def _observe(self, batch: list[Any]) -> None:
+        machine = self.machine
+        in_flight = machine.in_flight[0][0] if machine.in_flight and machine.state in BUSY else None
+        self.timer.observe(
+            trio.current_time(),
+            turn=in_flight,
+            waiting=machine.state is State.INPUT_REQUIRED,
+            activity=any(type(m) is AgentBatch for m in batch),
+        )
+        self._rearm.set()
+
+    async def _clock(self, ref: ActorRef) -> None:
+        """Wake the actor (through its inbox, in order) when the next deadline passes."""
+        while True:
+            rearm = self._rearm = trio.Event()
+            deadline = self.timer.deadline()
+            with trio.move_on_at(deadline if deadline is not None else math.inf):
+                await rearm.wait()
+                continue
+            try:
+                await ref.send(Tick())
+            except ActorNotFound:
+                return
+            await rearm.wait()  # set once the actor has handled the tick
+
+    async def _expire(self) -> None:
+        expired = self.timer.expire(trio.current_time())
+        if expired is None:
+            return
+        if expired.hard:
+            await self._apply(self.machine.fail(expired.code, expired.message))
+        else:
+            await self._apply(
+                self.machine.time_out(expired.code, f"{expired.message}; cancelling the turn")
+            )
 
     # ---- inbox ------------------------------------------------------------
     async def _handle(self, batch: list[Any]) -> None:
@@ -185,6 +284,8 @@ class SessionActor(Actor):
             await self._apply(machine.on_turn_ended(message.stop_reason))
         elif isinstance(message, AgentGone):
             await self._apply(machine.on_agent_gone(message.reason))
+        elif isinstance(message, Tick):
+            await self._expire()
 
     async def _apply(self, outputs: list[Output]) -> None:
         for out in outputs:
@@ -213,4 +314,4 @@ def _refuse_queued(ctx: ActorContext) -> None:
         if isinstance(message, CloseSession):
             message.reply.set(None)
         elif isinstance(message, Command):
-            message.reply.fail(SessionEnded("the session has ended"))
+            message.reply.fail(SessionEnded())

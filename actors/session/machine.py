@@ -150,6 +150,8 @@ class SessionMachine:
         self.last_stop: StopReason | None = None
         self.last_error: CapError | None = None
         self._budget_cancelled = False
+        self.timed_out: CapError | None = None
+        """Set when the oldest turn in flight ran out of time: it ends as failed."""
 
     # ---- lifecycle --------------------------------------------------------
     @property
@@ -214,6 +216,16 @@ class SessionMachine:
         if self.terminal:
             return []
         return self._end(SessionCancelled(reason=reason))
+
+    def time_out(self, code: str, message: str) -> list[Output]:
+        """A turn or idle timer expired (the shell's clock): log why, cancel the turn at the
+        agent, and count the turn as failed whatever stop reason the agent then gives."""
+        if self.state not in BUSY or not self.in_flight:
+            return []
+        error = CapError(code=code, message=message)
+        self.timed_out = self.turn_error = error
+        cause = self.turn_cause
+        return [Emit((error,), cause), CancelAgent("current_turn", code, cause)]
 
     def on_agent_gone(self, reason: str) -> list[Output]:
         if self.terminal:
@@ -418,6 +430,8 @@ class SessionMachine:
         if self.state not in BUSY or not self.in_flight:
             return []
         turn, cause = self.in_flight.popleft()
+        if self.timed_out is not None:  # cut short by a timeout: failed, however it ended
+            stop_reason, self.turn_error, self.timed_out = "error", self.timed_out, None
         self.last_stop = stop_reason
         if stop_reason == "error":
             self.last_error = self.turn_error

@@ -126,7 +126,7 @@ def test_every_cap_5_3_default_applies() -> None:
 
 
 def _value_at(obj: object, path: str) -> object:
-    for part in path.replace("x-inproc", "x_inproc").split("."):
+    for part in path.replace("-", "_").split("."):
         obj = getattr(obj, part)
     return obj
 
