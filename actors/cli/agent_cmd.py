@@ -131,6 +131,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="send pending transcript events every S seconds (0: never by time)")
     own.add_argument("--no-workspace-diff", action="store_true",
                      help="no diff artifact of the files each turn changed")
+    own.add_argument("--transcript-file", metavar="F",
+                     help="write the session's whole transcript (JSON) to F when the agent "
+                     "exits; stdout gets nothing after the last result")
     p.set_defaults(func=agent_command)
 
 
@@ -154,14 +157,21 @@ def agent_command(args: argparse.Namespace) -> int:
         script=args.script, bridge=args.bridge, bridge_binding=args.binding,
         log=args.log, fsync=args.fsync,
         diff_every=args.transcript_diff_every, diff_interval=args.transcript_diff_interval,
-        workspace_diff=not args.no_workspace_diff,
+        workspace_diff=not args.no_workspace_diff, transcript_file=args.transcript_file,
     )
     return run_agent(options)
 
 
 def run_agent(options: AgentOptions) -> int:
     """Serve one stream-json session on stdio with ``options``; the process exit code."""
-    from trio_cap.actors.bindings.stream_json.agent_shell import serve
+    from trio_cap.actors.bindings.stream_json.agent_argv import OptionsError
+    from trio_cap.actors.bindings.stream_json.agent_shell import resolve_options, serve
+    from trio_cap.actors.bridge import bridge_core
+
+    try:
+        options = resolve_options(options)
+    except OptionsError as exc:
+        raise UsageError(str(exc)) from None
 
     if options.output_format != "stream-json":
         raise UsageError(f"--output-format {options.output_format}: cap-agent prints only "
@@ -182,4 +192,5 @@ def run_agent(options: AgentOptions) -> int:
             raise UsageError(f"--log {options.log}: {exc}") from None
     else:
         log = MemoryEventLog()
-    return trio.run(functools.partial(serve, options, log, script=script))
+    make_core = bridge_core(options, script) if options.bridge else None
+    return trio.run(functools.partial(serve, options, log, script=script, make_core=make_core))

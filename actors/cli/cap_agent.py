@@ -54,6 +54,7 @@ trio-cap flags:
   --transcript-diff-every N      a transcript diff every N logged events (default 1000)
   --transcript-diff-interval S   pending transcript events every S seconds (default 2)
   --no-workspace-diff            no diff artifact of the files each turn changed
+  --transcript-file F            write the session's transcript (JSON) to F at exit
   --cap-manifest                 print the agent's manifest (TOML) and exit
 """
 

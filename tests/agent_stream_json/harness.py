@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from trio_cap.actors.bindings.stream_json.agent_argv import AgentOptions
+from trio_cap.actors.bindings.stream_json.agent_ids import FrameIds
 from trio_cap.actors.bindings.stream_json.agent_side import (
     AgentSide,
     Deliver,
@@ -33,7 +34,8 @@ class Harness:
         options.setdefault("cwd", "/work")
         options.setdefault("workspace_diff", False)
         self.machine = AgentSide(AgentOptions(**options), session_id=SID,
-                                 default_model="cap-scripted", pid=4242, agent_version="0.1.0")
+                                 default_model="cap-scripted", new_id=FrameIds(SID), pid=4242,
+                                 agent_version="0.1.0")
         self.log: list[Envelope] = []
         self.delivered: list[Event] = []
         self.raw = bytearray()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import msgspec
 import pytest
 
 from tests.agent_stream_json.harness import SID, Harness
@@ -17,7 +16,6 @@ from trio_cap.actors.bindings.stream_json.agent_transcript import (
     join_fragments,
 )
 from trio_cap.events.kinds import (
-    Artifact,
     AskUser,
     AskUserAnswer,
     Cancel,
@@ -399,7 +397,7 @@ def test_control_requests_the_agent_has_no_use_for():
            control("g", subtype="set_permission_mode", mode="sideways"))
     replies = {fr["response"]["request_id"]: fr["response"] for fr in h.frames("control_response")}
     assert replies["a"]["response"] == {"mode": "plan"}
-    assert h.frames("system", "status")[0]["permissionMode"] == "plan"
+    assert {fr["type"] for fr in h.out} == {"control_response"}  # idle: only the replies
     assert replies["b"]["response"] == {"model": "m9"} and h.models == ["m9"]
     assert replies["c"]["response"] == {"mcpServers": []}
     assert replies["d"]["subtype"] == "error"
@@ -407,9 +405,14 @@ def test_control_requests_the_agent_has_no_use_for():
                            "Unsupported control request subtype: no_such_thing",
                            "error_code": "unsupported_request"}
     assert replies["g"]["subtype"] == "error"
+    h.take()
     h.prompt("hi")
     assert h.frames("system", "init")[0]["model"] == "m9"
     assert h.frames("system", "init")[0]["permissionMode"] == "plan"
+    # the status the mode change made while idle waited for the turn, right after its init
+    assert [(fr["type"], fr.get("subtype")) for fr in h.out] == [("system", "init"),
+                                                                 ("system", "status")]
+    assert h.out[1]["permissionMode"] == "plan"
 
 
 def test_bad_and_unknown_lines_never_stop_the_agent():
@@ -433,7 +436,7 @@ def test_split_lines_are_joined():
     assert h.delivered[-1].text == "hi"
 
 
-def test_eof_finishes_queued_turns_then_sends_the_transcript_and_exits_zero():
+def test_eof_finishes_queued_turns_and_the_last_result_is_the_last_frame():
     h = Harness()
     h.prompt("one")
     h.prompt("two")
@@ -443,17 +446,82 @@ def test_eof_finishes_queued_turns_then_sends_the_transcript_and_exits_zero():
         h.core(TextChunk(message_id="m", text="ok"), Usage())
         h.end_turn()
     assert h.exit_code == 0
-    artifact = h.frames("system", "cap.artifact")[-1]["cap"]
-    assert artifact["mime_type"] == "application/vnd.cap.coding.transcript.v1+json"
-    document = json.loads(artifact["content"])
-    assert document["session_id"] == SID and document["agent"] == "cap-agent"
-    logged = [msgspec.json.decode(msgspec.json.encode(e)) for e in h.log[:-1]]
-    assert document["events"] == logged
-    assert h.log[-1].event == Artifact(artifact_id=artifact["artifact_id"],
-                                       mime_type=artifact["mime_type"], name="transcript.json",
-                                       size=artifact["size"], meta={"cap.to_seq": len(logged)})
-    assert h.out[-1]["subtype"] == "cap.transcript_diff"
-    assert h.out[-1]["cap"]["to_seq"] == len(h.log)
+    assert h.out[-1]["type"] == "result" and h.out[-1]["subtype"] == "success"
+    assert h.frames("system", "cap.artifact") == []  # no session-end frames after it
+    diff = h.out[-2]
+    assert diff["subtype"] == "cap.transcript_diff" and diff["cap"]["final"]  # stdin had closed
+    mirror = TranscriptMirror()
+    for frame in h.out:
+        mirror.feed(frame)
+    mirror.check_closed()
+    assert mirror.envelopes == h.log
+
+
+def test_eof_after_the_last_result_writes_nothing_and_exits_zero():
+    h = Harness()
+    h.prompt("one")
+    h.core(Usage())
+    h.end_turn()
+    sent = bytes(h.raw)
+    h.eof()
+    assert h.exit_code == 0 and bytes(h.raw) == sent
+    assert h.out[-1]["type"] == "result"
+
+
+def test_nothing_is_written_between_a_result_and_the_next_init():
+    """Rule 3: what comes up while no turn runs waits for the next turn's init."""
+    h = Harness(permission_prompt_tool="stdio", diff_every=1)
+    h.prompt("go")
+    write_call(h)
+    request_id = h.frames("control_request")[0]["request_id"]
+    h.core(Usage())
+    h.end_turn()
+    assert h.out[-1]["type"] == "result"
+    mark = len(h.out)
+    h.send(answer(request_id, {"behavior": "allow"}),  # too late: a cap.error, logged
+           control("m", subtype="set_permission_mode", mode="acceptEdits"))
+    h.run(h.machine.receive_data(b'{"type":"user","message":5}\n'))  # parse_failed
+    h.core(CapError(code="late", message="after the turn"))  # a core event between turns
+    h.run(h.machine.tick(0.0))
+    assert [fr["type"] for fr in h.out[mark:]] == ["control_response"]
+    mark = len(h.out)
+    h.prompt("next")
+    kinds = [(fr["type"], fr.get("subtype")) for fr in h.out[mark:]]
+    assert kinds[0] == ("system", "init")
+    held = [k for k in kinds[1:] if k[0] == "system"]
+    assert ("system", "status") in held and held.count(("system", "cap.error")) == 3
+    h.core(Usage())
+    h.end_turn()
+    mirror = TranscriptMirror()
+    for frame in h.out:
+        mirror.feed(frame)
+    mirror.check_closed()
+    assert mirror.envelopes == h.log  # the held events reached the client with the turn
+
+
+def test_a_core_that_fails_between_turns_ends_the_session_without_output():
+    h = Harness()
+    h.prompt("one")
+    h.core(Usage())
+    h.end_turn()
+    sent = bytes(h.raw)
+    h.run(h.machine.core_failed("the bridged agent died"))
+    assert h.exit_code == 1 and bytes(h.raw) == sent
+    assert h.notes == ["the bridged agent died"]
+    assert h.log[-1].event.code == "internal_error"
+
+
+def test_a_core_that_fails_mid_turn_ends_it_with_an_error_result_last():
+    h = Harness()
+    h.prompt("one")
+    h.prompt("two")
+    h.core(TextChunk(message_id="m", text="partial"))
+    h.run(h.machine.core_failed("the scripted brain crashed"))
+    assert h.exit_code == 1
+    assert h.out[-1]["type"] == "result" and h.out[-1]["is_error"]
+    assert h.out[-1]["errors"] == ["internal_error: the scripted brain crashed"]
+    assert len(h.frames("result")) == 1  # the queued prompt never started
+    assert h.out[-2]["cap"]["final"]
 
 
 def test_eof_with_a_prompt_pending_denies_it():
@@ -486,37 +554,25 @@ def test_transcript_diffs_rebuild_the_log_exactly_and_a_dropped_diff_is_detected
             h.core(event)
         h.end_turn()
     h.eof()
-    diffs = [fr["cap"] for fr in h.frames("system", "cap.transcript_diff")]
+    diffs = [fr for fr in h.out if fr.get("subtype") == "cap.transcript_diff"]
     assert len(diffs) > 3  # the cadence, not only turn ends
     mirror = TranscriptMirror()
-    for diff in diffs:
-        mirror.apply(diff)
+    for frame in h.out:
+        mirror.feed(frame)
     mirror.check_closed()
     assert mirror.envelopes == h.log
-    for result in h.frames("result"):
-        assert result["_meta"]["cap.transcript_seq"] <= mirror.last_seq
-    for lost in range(len(diffs) - 1):
-        mirror = TranscriptMirror()
+    for lost in diffs:  # any one diff lost is detected, the last one of a turn included
+        copy = TranscriptMirror()
         with pytest.raises(TranscriptGap):
-            for i, diff in enumerate(diffs):
-                if i != lost:
-                    mirror.apply(diff)
-    mirror = TranscriptMirror()
-    for diff in diffs[:-1]:
-        mirror.apply(diff)
+            for frame in h.out:
+                if frame is not lost:
+                    copy.feed(frame)
+            copy.check_closed()
+    copy = TranscriptMirror()  # stdout cut after a diff, before the result confirming it
+    for frame in h.out[: h.out.index(diffs[-1]) + 1]:
+        copy.feed(frame)
     with pytest.raises(TranscriptGap):
-        mirror.check_closed()  # the final one was lost
-    seq = h.frames("result")[0]["_meta"]["cap.transcript_seq"]
-    before_result = [d for d in diffs if d["to_seq"] <= seq]
-    mirror = TranscriptMirror()
-    for diff in before_result:
-        mirror.apply(diff)
-    mirror.check_result(seq)
-    mirror = TranscriptMirror()
-    for diff in before_result[:-1]:
-        mirror.apply(diff)
-    with pytest.raises(TranscriptGap):  # the turn's last diff was lost before its result
-        mirror.check_result(seq)
+        copy.check_closed()
 
 
 def test_long_extension_frames_are_fragmented_and_join_back():

@@ -68,10 +68,10 @@ def test_typescript_query_drives_cap_agent(node_sdk: Path, recording_agent, tmp_
     assert thoughts == ["System prompt: Answer like a pirate.", "fine"]
     assert any(m["type"] == "stream_event" for m in first)
     # the config the agent logged, read back from its transcript diffs: --flag=value parsed
+    assert first[-1]["type"] == "result"  # query()'s last message is its result
     mirror = TranscriptMirror()
     for m in first:
-        if m["type"] == "system" and m["subtype"] == "cap.transcript_diff":
-            mirror.apply(m["cap"])
+        mirror.feed(m)  # the TS SDK passes frames through whole: _meta included
     mirror.check_closed()
     config = mirror.envelopes[0].event
     assert (config.model, config.max_turns, config.system_prompt) == (
@@ -82,4 +82,5 @@ def test_typescript_query_drives_cap_agent(node_sdk: Path, recording_agent, tmp_
                     isinstance(m["message"]["content"], list)
                     for b in m["message"]["content"] if b["type"] == "tool_result"]
     assert [b["content"] for b in tool_results] == ["from-callback\n"]
-    assert second[-1]["type"] != "result" and [m for m in second if m["type"] == "result"]
+    assert second[-1]["type"] == "result" and second[-1]["subtype"] == "success"
+    assert sum(m["type"] == "result" for m in second) == 1

@@ -80,8 +80,8 @@ def test_query_runs_a_turn_with_tools_and_ignores_the_cap_extensions(recording_a
     # the CAP extensions reach the caller as plain system messages and break nothing
     extensions = {m.subtype for m in messages if isinstance(m, SystemMessage)} - {
         "init", "permission_denied"}
-    assert extensions == {"cap.artifact", "cap.transcript_diff"}
-    assert messages.index(result) < len(messages) - 1  # session-end frames come after
+    assert extensions == {"cap.artifact", "cap.transcript_diff"}  # the workspace diff, before
+    assert messages[-1] is result  # nothing after the result, as with real Claude Code
 
 
 def test_client_multi_turn_with_rewritten_and_denied_permissions(cap_agent, tmp_path):

@@ -28,7 +28,8 @@ def test_stdout_is_only_json_lines_and_eof_finishes_every_queued_turn(cap_agent,
     results = [f for f in frames_out if f["type"] == "result"]
     assert [r["subtype"] for r in results] == ["success"] * 3
     assert [f["subtype"] for f in frames_out if f["type"] == "system"].count("init") == 3
-    assert frames_out[-1]["subtype"] == "cap.transcript_diff" and frames_out[-1]["cap"]["final"]
+    assert frames_out[-1]["type"] == "result"  # a session ends with its last result
+    assert frames_out[-2]["subtype"] == "cap.transcript_diff" and frames_out[-2]["cap"]["final"]
 
 
 def test_a_prompt_on_the_command_line_with_text_input(cap_agent, tmp_path):

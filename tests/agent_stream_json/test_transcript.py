@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, SystemMessage, query
 
@@ -40,8 +42,6 @@ def drive(cli: str, cwd: Path, texts: tuple[str, ...], **extra_args: str | None)
 
 def extension_payloads(messages: list[Any], subtype: str) -> list[dict[str, Any]]:
     """The ``cap`` payloads of one extension subtype, fragments joined back."""
-    import json
-
     out, parts = [], {}
     for m in messages:
         if not isinstance(m, SystemMessage):
@@ -61,37 +61,38 @@ def extension_payloads(messages: list[Any], subtype: str) -> list[dict[str, Any]
 
 def test_a_client_rebuilds_the_agents_log_from_diffs_alone(cap_agent, tmp_path):
     log_path = tmp_path / "agent.caplog"
+    transcript_path = tmp_path / "transcript.json"
     work = tmp_path / "work"
     work.mkdir()
     messages = drive(cap_agent, work, ("write a.txt: one\nthink: hm\nplan: x; y", "ask: ok?",
                                        "run: echo hi"),
-                     log=str(log_path), **{"transcript-diff-every": "4"})
+                     log=str(log_path), **{"transcript-diff-every": "4",
+                                           "transcript-file": str(transcript_path)})
     diffs = extension_payloads(messages, "cap.transcript_diff")
     assert len(diffs) > 4  # turn ends and the every-4-events cadence
     mirror = TranscriptMirror()
     for diff in diffs:
         mirror.apply(diff)
-    mirror.check_closed()
     log = FileEventLog(log_path, readonly=True)
-    assert mirror.envelopes == log.read()
+    assert mirror.envelopes == log.read()  # nothing logged is missing from the diffs
     assert len(mirror.envelopes) == log.last_seq > 20
     kinds = {env.kind for env in mirror.envelopes}
     assert {"cap.session.config", "cap.user_input.inject", "cap.text_chunk", "cap.plan",
             "cap.ask_user", "cap.ask_user.answer", "cap.tool_call.start", "cap.usage",
             "cap.artifact"} <= kinds
     assert sum(isinstance(m, ResultMessage) for m in messages) == 3
-    # the transcript artifact at the end holds the whole log before it
-    (transcript,) = extension_payloads(messages, "cap.artifact")[-1:]
-    assert transcript["mime_type"] == "application/vnd.cap.coding.transcript.v1+json"
-    assert transcript["content"].count('"kind":') == log.last_seq - 1
-    # any one diff lost is detected
-    for lost in range(len(diffs)):
+    assert isinstance(messages[-1], ResultMessage)  # the session ends with its last result
+    # the whole transcript is in --transcript-file, written at exit
+    document = json.loads(transcript_path.read_text())
+    assert document["session_id"] == messages[0].data["session_id"]
+    assert document["events"] == json.loads(msgspec.json.encode(log.read()))
+    # any diff but the last lost is detected by the next one
+    for lost in range(len(diffs) - 1):
         copy = TranscriptMirror()
         with pytest.raises(TranscriptGap):
             for i, diff in enumerate(diffs):
                 if i != lost:
                     copy.apply(diff)
-            copy.check_closed()
 
 
 def git(cwd: Path, *args: str) -> str:

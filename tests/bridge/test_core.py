@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import trio
 
-from trio_cap.actors.agent.bridge import BRIDGED, BridgeCore, bridge_log_path
 from trio_cap.actors.agent.core import CoreEnded, Emitted
 from trio_cap.actors.bindings.base import UPDATED_INPUT, TurnEnded
+from trio_cap.actors.bridge import BRIDGED, BridgeCore, bridge_log_path
 from trio_cap.events.kinds import (
     AskUser,
     AskUserAnswer,

@@ -6,11 +6,15 @@ an empty ``--system-prompt ""``, many flags we have no use for.  The parser is
 hand-written rather than argparse because it must *tolerate* every unknown
 flag — a client that is newer than us must still be able to drive us — and
 argparse can only reject or mis-assign them.
+
+Pure: it reads neither the process's working directory nor any file.  Flags
+that name files (``--system-prompt-file``) are kept as paths, and the shell
+(:func:`~trio_cap.actors.bindings.stream_json.agent_shell.resolve_options`)
+reads them and fills in the working directory before the machine starts.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 import attrs
@@ -36,10 +40,14 @@ _HELP = {"-h", "--help"}
 class AgentOptions:
     """Everything the stream-json agent side needs to know before the first frame."""
 
-    cwd: str = attrs.field(factory=os.getcwd)
+    cwd: str | None = None
+    """The session's working directory; None: the process's, filled in by the shell."""
     model: str | None = None
     system_prompt: str | None = None
     append_system_prompt: str | None = None
+    system_prompt_file: str | None = None
+    """``--system-prompt-file F``: read by the shell into ``system_prompt``."""
+    append_system_prompt_file: str | None = None
     max_turns: int | None = None
     budget_usd: float | None = None
     permission_mode: str = "default"
@@ -60,6 +68,8 @@ class AgentOptions:
     bridge_binding: str | None = None
     log: str | None = None
     fsync: str = "batch"
+    transcript_file: str | None = None
+    """``--transcript-file F``: the session's whole transcript, written there at exit."""
     diff_every: int = 1000
     diff_interval: float = 2.0
     workspace_diff: bool = True
@@ -109,7 +119,7 @@ def _number(flag: str, value: str, kind: type) -> int | float:
 
 def parse_claude_argv(argv: Sequence[str], *, cwd: str | None = None) -> AgentOptions:
     """Options from a Claude Code command line; unknown flags become ``warnings``."""
-    opts = AgentOptions(cwd=cwd or os.getcwd(), input_format="text")  # Claude Code's default
+    opts = AgentOptions(cwd=cwd, input_format="text")  # Claude Code's default
     positional: list[str] = []
     i = 0
     args = list(argv)
@@ -173,11 +183,11 @@ def _valued(opts: AgentOptions, flag: str, value: str) -> None:
         case "--system-prompt":
             opts.system_prompt = value or None
         case "--system-prompt-file":
-            opts.system_prompt = _read(flag, value)
+            opts.system_prompt_file = value
         case "--append-system-prompt":
             opts.append_system_prompt = value or None
         case "--append-system-prompt-file":
-            opts.append_system_prompt = _read(flag, value)
+            opts.append_system_prompt_file = value
         case "--max-turns":
             opts.max_turns = int(_number(flag, value, int)) or None
         case "--max-budget-usd":
@@ -214,6 +224,8 @@ def _valued(opts: AgentOptions, flag: str, value: str) -> None:
             opts.log = value
         case "--fsync":
             opts.fsync = value
+        case "--transcript-file":
+            opts.transcript_file = value
         case "--transcript-diff-every":
             opts.diff_every = int(_number(flag, value, int))
         case "--transcript-diff-interval":
@@ -228,6 +240,7 @@ _VALUED = {
     "--permission-mode", "--permission-prompt-tool", "--allowedTools", "--allowed-tools",
     "--disallowedTools", "--disallowed-tools", "--tools", "--session-id", "--resume", "-r",
     "--script", "--bridge", "--binding", "--log", "--fsync", "--transcript-diff-every",
+    "--transcript-file",
     "--transcript-diff-interval",
     "--fallback-model", "--add-dir", "--mcp-config", "--settings", "--setting-sources",
     "--betas", "--plugin-dir", "--thinking", "--max-thinking-tokens", "--thinking-display",
@@ -235,10 +248,3 @@ _VALUED = {
     "--resume-session-at", "--permission-prompts", "--channels",
 }
 
-
-def _read(flag: str, path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read() or None
-    except OSError as exc:
-        raise OptionsError(f"{flag}: cannot read {path}: {exc.strerror or exc}") from None

@@ -10,49 +10,40 @@ would have stopped: at a tool call (``stop_reason: tool_use``) or at the end
 of the turn; the next text after a tool result opens a new message, as the
 next API round trip would.
 
-Ids are derived, not random: :class:`FrameIds` turns the session id and a
-counter into uuid5s, so two runs of the same conversation print the same bytes.
+Ids come from an injected callable (the shell passes
+:class:`~trio_cap.actors.bindings.stream_json.agent_ids.FrameIds`, deterministic
+uuid5s), so this module never draws randomness and two runs of the same
+conversation print the same bytes.
 """
 
 from __future__ import annotations
 
-import uuid
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
 from trio_cap.actors.bindings.stream_json import frames as f
 
+NewId = Callable[[], str]
+"""The machine's injected id source: each call returns a fresh uuid string."""
 
-class FrameIds:
-    """Deterministic frame uuids, message ids and tool_use ids for one session."""
 
-    def __init__(self, session_id: str) -> None:
-        try:
-            self._ns = uuid.UUID(session_id)
-        except ValueError:
-            self._ns = uuid.uuid5(uuid.NAMESPACE_URL, f"cap-agent:{session_id}")
-        self._n = 0
+def message_id(new_id: NewId) -> str:
+    """An API message id, ``msg_`` + 24 hex digits, as Claude Code's look."""
+    return "msg_" + new_id().replace("-", "")[:24]
 
-    def _next(self) -> uuid.UUID:
-        self._n += 1
-        return uuid.uuid5(self._ns, str(self._n))
 
-    def uuid(self) -> str:
-        return str(self._next())
-
-    def message(self) -> str:
-        return "msg_" + self._next().hex[:24]
-
-    def tool_use(self) -> str:
-        return "toolu_" + self._next().hex[:24]
+def tool_use_id(new_id: NewId) -> str:
+    """A ``toolu_`` id for a tool_use block and its tool_result."""
+    return "toolu_" + new_id().replace("-", "")[:24]
 
 
 class MessageBuilder:
     """The open API message of the current turn and the frames that advance it."""
 
-    def __init__(self, ids: FrameIds, session_id: str, *, partial: bool) -> None:
-        self.ids = ids
+    def __init__(self, new_id: NewId, session_id: str, *, partial: bool) -> None:
+        self.new_id = new_id
         self.session_id = session_id
         self.partial = partial
         self.model = ""
@@ -112,12 +103,12 @@ class MessageBuilder:
                     tool_use_result: Any) -> f.User:
         block = f.ToolResultBlock(tool_use_id=tool_use_id, content=content, is_error=is_error)
         return f.User(message=f.UserMessage(content=[block]), session_id=self.session_id,
-                      uuid=self.ids.uuid(), tool_use_result=tool_use_result)
+                      uuid=self.new_id(), tool_use_result=tool_use_result)
 
     def notice(self, text: str) -> f.User:
         """A user-role text frame, as Claude Code prints ``[Request interrupted by user]``."""
         return f.User(message=f.UserMessage(content=[f.TextBlock(text=text)]),
-                      session_id=self.session_id, uuid=self.ids.uuid())
+                      session_id=self.session_id, uuid=self.new_id())
 
     def end_message(self, stop_reason: str = "end_turn") -> list[f.Frame]:
         if self._msg_id is None:
@@ -137,7 +128,7 @@ class MessageBuilder:
     def _ensure_message(self) -> list[f.Frame]:
         if self._msg_id is not None:
             return []
-        self._msg_id = self.ids.message()
+        self._msg_id = message_id(self.new_id)
         if not self.partial:
             return []
         message = f.AssistantMessage(id=self._msg_id, model=self.model, content=[],
@@ -168,7 +159,7 @@ class MessageBuilder:
         assert self._msg_id is not None
         message = f.AssistantMessage(id=self._msg_id, model=self.model, content=[block],
                                      usage=f.MessageUsage())
-        return f.Assistant(message=message, session_id=self.session_id, uuid=self.ids.uuid())
+        return f.Assistant(message=message, session_id=self.session_id, uuid=self.new_id())
 
     def _event(self, event: f.AnyApiEvent) -> f.StreamEvent:
-        return f.StreamEvent(uuid=self.ids.uuid(), session_id=self.session_id, event=event)
+        return f.StreamEvent(uuid=self.new_id(), session_id=self.session_id, event=event)

@@ -8,14 +8,15 @@ permission mode and the rules, whether a call is allowed outright, denied
 outright, or needs the client's answer — the same order Claude Code applies:
 ``--tools`` availability, deny rules, allow rules, then the mode.
 
-Pure functions over strings (``os.path`` is used only on strings, never on the
-filesystem), so the sans-io machine can call them.
+Pure functions over strings (``posixpath`` on strings, never the filesystem:
+the same log gives the same decisions on any machine), so the sans-io machine
+and the bridge can both call them.  Claude Code's ``file_path`` is a POSIX path.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import os
+import posixpath
 from typing import Any, Literal
 
 import attrs
@@ -58,16 +59,16 @@ def blocked_path(tool: str, wire: dict[str, Any]) -> str | None:
 def _absolute(path: Any, cwd: str) -> Any:
     if not isinstance(path, str):
         return path
-    return os.path.normpath(os.path.join(cwd, path))
+    return posixpath.normpath(posixpath.join(cwd, path))
 
 
 def _relative(path: Any, cwd: str) -> Any:
-    if not isinstance(path, str) or not os.path.isabs(path):
+    if not isinstance(path, str) or not posixpath.isabs(path) or not posixpath.isabs(cwd):
         return path
-    norm = os.path.normpath(path)
-    base = os.path.normpath(cwd)
-    if norm == base or norm.startswith(base.rstrip(os.sep) + os.sep):
-        return os.path.relpath(norm, base)
+    norm = posixpath.normpath(path)
+    base = posixpath.normpath(cwd)
+    if norm == base or norm.startswith(base.rstrip("/") + "/"):
+        return posixpath.relpath(norm, base)
     return path  # outside the workspace: the brain's scope check refuses it
 
 

@@ -7,8 +7,13 @@ write per inbox message (every frame an input produced, batched).  stdin is
 read by its own task, concurrently with the turn, because interrupts and
 permission answers arrive while the core is working.  The core is trio-cap's
 scripted brain, the same :class:`~actors.agent.core.AgentCore` the ``inproc``
-binding runs — or, with ``--bridge AGENT``, a :class:`~actors.agent.bridge.BridgeCore`
-that speaks for an agent trio-cap drives.
+binding runs, unless the caller gives ``make_core``: the CLI passes the bridge
+brain's factory (``actors/bridge.py``) for ``--bridge AGENT``, so this
+shell, which sits below the orchestrator, never imports what drives it.
+
+The shell is also where the world comes in: the working directory, files the
+command line names (:func:`resolve_options`), the id source, the clock, and
+the ``--transcript-file`` written at exit.
 """
 
 from __future__ import annotations
@@ -18,20 +23,21 @@ import signal
 import stat
 import sys
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
+import attrs
 import msgspec
 import trio
 
 from trio_cap.actors import __version__
 from trio_cap.actors.agent.brain import ScriptedBrain
-from trio_cap.actors.agent.bridge import BridgeCore, bridge_log_path
-from trio_cap.actors.agent.core import AgentCore, CoreEnded, Emitted
+from trio_cap.actors.agent.core import AgentCore, CoreEnded, Emit, Emitted
 from trio_cap.actors.agent.script import Script
 from trio_cap.actors.agent.workspace import WorkspaceDiffs
 from trio_cap.actors.bindings.base import TurnEnded
-from trio_cap.actors.bindings.stream_json.agent_argv import AgentOptions
+from trio_cap.actors.bindings.stream_json.agent_argv import AgentOptions, OptionsError
+from trio_cap.actors.bindings.stream_json.agent_ids import FrameIds
 from trio_cap.actors.bindings.stream_json.agent_side import (
     AgentSide,
     Deliver,
@@ -43,12 +49,50 @@ from trio_cap.actors.bindings.stream_json.agent_side import (
     Send,
     SetModel,
 )
-from trio_cap.actors.connection import Connector
+from trio_cap.actors.bindings.stream_json.agent_transcript import transcript_document
 from trio_cap.events.envelope import Envelope
-from trio_cap.events.kinds import Event
+from trio_cap.events.kinds import Event, SessionConfig
 from trio_cap.events.log.base import EventLog
 
 _READ = 1 << 16
+
+
+class Core(Protocol):
+    """What sits behind the agent side: CAP frames in, CAP events and turn ends out."""
+
+    config: SessionConfig | None
+
+    async def run(self, frames: trio.MemoryReceiveChannel[Event]) -> None: ...
+
+
+CoreFactory = Callable[[Emit, str], Core]
+"""``make_core(emit, session_id)``: the core for one session (default: the scripted brain)."""
+
+
+def resolve_options(options: AgentOptions) -> AgentOptions:
+    """``options`` with what the machine may not read itself filled in: the working directory
+    and the text of ``--system-prompt-file`` / ``--append-system-prompt-file``.
+
+    Raises :class:`OptionsError` (exit code 2) naming the flag and the file."""
+    changes: dict[str, Any] = {}
+    if options.cwd is None:
+        changes["cwd"] = os.getcwd()
+    if options.system_prompt_file is not None:
+        changes["system_prompt"] = _read("--system-prompt-file", options.system_prompt_file)
+    if options.append_system_prompt_file is not None:
+        changes["append_system_prompt"] = _read("--append-system-prompt-file",
+                                                options.append_system_prompt_file)
+    return attrs.evolve(options, **changes) if changes else options
+
+
+def _read(flag: str, path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read() or None
+    except UnicodeDecodeError:
+        raise OptionsError(f"{flag}: {path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise OptionsError(f"{flag}: cannot read {path}: {exc.strerror or exc}") from None
 
 
 class _Pipe:
@@ -88,13 +132,15 @@ class AgentShell:
     def __init__(self, options: AgentOptions, log: EventLog, *, script: Script | None = None,
                  session_id: str | None = None, stdin_fd: int = 0, stdout_fd: int = 1,
                  notes: Callable[[str], None] | None = None,
-                 connectors: Mapping[str, Connector] | None = None) -> None:
+                 make_core: CoreFactory | None = None) -> None:
+        options = resolve_options(options)
         self.options = options
         self.log = log
         self.script = script or Script()
         self.session_id = session_id or options.session_id or str(uuid.uuid4())
         self.machine = AgentSide(options, session_id=self.session_id,
-                                 default_model=self.script.model, pid=os.getpid(),
+                                 default_model=self.script.model,
+                                 new_id=FrameIds(self.session_id), pid=os.getpid(),
                                  agent_version=__version__)
         self._stdin_fd = stdin_fd
         self._stdout_fd = stdout_fd
@@ -105,12 +151,10 @@ class AgentShell:
         self._frames_send, self._frames_recv = trio.open_memory_channel[Event](64)
         self._inbox_send, self._inbox = trio.open_memory_channel[tuple[str, Any]](16)
         self.hooks: WorkspaceDiffs | None = None
-        self.core: AgentCore | BridgeCore
-        if options.bridge:
-            # the driven agent reports its own workspace diffs, if it makes any
-            self.core = BridgeCore(options.bridge, self._emit, binding=options.bridge_binding,
-                                   session_id=self.session_id, log=bridge_log_path(options.log),
-                                   script=script, connectors=connectors)
+        self.core: Core
+        if make_core is not None:
+            # e.g. the bridge: the driven agent reports its own workspace diffs, if it makes any
+            self.core = make_core(self._emit, self.session_id)
         else:
             exclude = [options.log] if options.log else []
             self.hooks = WorkspaceDiffs(exclude=exclude) if options.workspace_diff else None
@@ -144,7 +188,7 @@ class AgentShell:
     async def _tick(self, seconds: float) -> None:
         while True:
             await trio.sleep(seconds)
-            await self._inbox_send.send(("tick", None))
+            await self._inbox_send.send(("tick", trio.current_time()))
 
     async def _signals(self, cancel: trio.CancelScope) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
@@ -235,7 +279,25 @@ class AgentShell:
                     await stdin.aclose()
                 if self.hooks is not None:
                     self.hooks.close()
+                self._write_transcript()
         return self._exit if self._exit is not None else 1
+
+    def _write_transcript(self) -> None:
+        """``--transcript-file``: the whole session as the coding profile's transcript document,
+        on every way out (end of stdin, a failed core, SIGTERM), never on stdout."""
+        path = self.options.transcript_file
+        if not path:
+            return
+        envs = self.log.read(self._first_seq, self.session_id) if self._first_seq else []
+        model = self.machine.config.model if self.machine.config else None
+        text = transcript_document(self.session_id, model or self.machine.current_model, envs)
+        try:
+            with open(path, "w", encoding="utf-8") as file:
+                file.write(text)
+        except OSError as exc:
+            self._note(f"--transcript-file {path}: cannot write: {exc.strerror or exc}")
+            if not self._exit:
+                self._exit = 1
 
     async def _dispatch(self, kind: str, payload: Any) -> None:
         if kind == "data":
@@ -245,7 +307,7 @@ class AgentShell:
         elif kind == "core":
             await self._core_batch(payload)
         elif kind == "tick":
-            await self._apply(self.machine.tick())
+            await self._apply(self.machine.tick(payload))
         elif kind == "core_failed":
             await self._apply(self.machine.core_failed(payload))
 
@@ -267,9 +329,11 @@ class AgentShell:
 
 
 async def serve(options: AgentOptions, log: EventLog, *, script: Script | None = None,
-                session_id: str | None = None) -> int:
+                session_id: str | None = None, make_core: CoreFactory | None = None) -> int:
     """Speak stream-json on this process's stdio until stdin ends; returns the exit code."""
     async with log:
-        return await AgentShell(options, log, script=script, session_id=session_id).run()
+        shell = AgentShell(options, log, script=script, session_id=session_id,
+                           make_core=make_core)
+        return await shell.run()
 
 

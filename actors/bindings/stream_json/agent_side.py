@@ -1,22 +1,63 @@
 """The agent side of stream-json as a sans-io machine: what an SDK client sends → core frames,
 what the core emits → stream-json bytes.
 
-Modelled on h11: no I/O, no clock, no randomness.  The shell feeds it stdin
-bytes (:meth:`AgentSide.receive_data`, :meth:`AgentSide.receive_eof`), the
-envelopes it appended to the event log (:meth:`AgentSide.logged` — the core's
-events and the machine's own records alike), turn ends
-(:meth:`AgentSide.turn_ended`) and timer ticks, and carries out the effects
-each call returns, in order: :class:`Send` bytes to stdout, :class:`Record`
-events in the log (then hand the envelopes back), :class:`Deliver` frames to
-the core, and so on.  Because the machine sees what was logged only through
-:meth:`logged`, the transcript diffs it sends are the log, by construction.
+This is the binding kit's machine (``bindings/base.py``) in the mirror role:
+its peer on the byte stream is the *client* (an SDK, a driver), and the
+agent behind it is trio-cap's core.  No I/O, clock, randomness or ids of its
+own: the shell feeds it stdin bytes (:meth:`AgentSide.receive_data`,
+:meth:`AgentSide.receive_eof`), the envelopes it appended to the event log
+(:meth:`AgentSide.logged` — the core's events and the machine's own records
+alike), turn ends (:meth:`AgentSide.turn_ended`) and timer ticks
+(:meth:`AgentSide.tick`), and carries out the effects each call returns, in
+order (``agent_effects.py``).  Frame uuids come from the injected ``new_id``.
+Because the machine sees what was logged only through :meth:`logged`, the
+transcript diffs it sends are the log, by construction.
 
-It owns the turn queue — the core gets one prompt at a time — because
-stream-json needs per-turn bookkeeping the core knows nothing of: a
-``system/init`` before each turn, exactly one ``result`` after it, the budget
-check before it starts, and which ``can_use_tool`` requests an interrupt
-withdraws.  One ``result`` per user frame (Claude Code merges queued prompts;
-the SDKs accept either, stream-json.md §4.4).
+Rules
+-----
+1. One turn per ``user`` frame, one at a time (the core gets one prompt at a
+   time; the others queue), and exactly one ``result`` per turn.
+2. **A turn ends with its result.**  Everything a turn produces — assistant,
+   user and stream_event frames, ``system/cap.error``, ``system/cap.artifact``,
+   withdrawn prompts, the interrupt notice, the transcript diff — is written
+   before its ``result``.
+3. **Nothing is written between a result and the next turn's** ``system/init``
+   except ``control_response``s (replies to the client's own requests, which
+   SDKs route to the request, not into the message stream).  A stream frame
+   that comes up while no turn runs (a ``cap.error`` for a bad line, the
+   ``status`` of a ``set_permission_mode``, a late core event) is *held* and
+   written right after the next turn's ``system/init``; at session end held
+   frames are dropped (they stay in the log).
+4. Transcript diffs are taken only while a turn runs (cadence, timer, and one
+   before every result), so at each ``result`` the client's copy holds the
+   whole log and ``_meta["cap.transcript_seq"]`` is its last seq.  A diff is
+   ``final`` when no turn can follow (stdin had closed, or the core failed).
+5. Session end (stdin closed with no turn left, or the core failed) writes
+   nothing: the shell exits (``Finish``) and writes ``--transcript-file``.
+6. Bad input never raises: a broken frame is a logged ``cap.error``
+   ``parse_failed``, a non-JSON line or unknown type a stderr ``Note``, a
+   control request we cannot read an ``error`` control response.
+7. A permission the machine cannot settle is denied, never allowed: an
+   unreadable answer, an error answer, stdin closing on an open prompt.
+
+Transition table (``running`` = a turn is open; ``draining`` = stdin closed)
+
+=========  ==============================  ==============================================  ========
+state      input                           outputs                                         next
+=========  ==============================  ==============================================  ========
+waiting    ``user``                        [config], init, held frames, inject             running
+running    ``user``                        — (queued)                                      running
+running    core event                      its frames (rule 2)                             running
+running    ``turn_ended`` / budget refusal  close, withdrawals, notice, diff, ``result``;  waiting |
+                                           the next queued turn starts                     running
+any        ``control_request``             its ``control_response`` at once                same
+waiting    anything to show                held (rule 3)                                   waiting
+waiting    EOF                             ``Finish(0)``                                   ended
+running    EOF                             open prompts denied                             draining
+draining   last turn ends                  … final diff, ``result``, ``Finish(0)``         ended
+any        core failed                     the open turn's error ``result``; ``Finish(1)`` ended
+ended      anything                        nothing                                         ended
+=========  ==============================  ==============================================  ========
 """
 
 from __future__ import annotations
@@ -26,8 +67,9 @@ from typing import Any
 
 import msgspec
 
-from trio_cap.actors.agent.core import RAW_LINE
+from trio_cap.actors.bindings.base import DECIDED_BY, RAW_LINE
 from trio_cap.actors.bindings.stream_json import agent_policy as policy
+from trio_cap.actors.bindings.stream_json import agent_tools as tools
 from trio_cap.actors.bindings.stream_json import frames as f
 from trio_cap.actors.bindings.stream_json.agent_argv import PERMISSION_MODES, AgentOptions
 from trio_cap.actors.bindings.stream_json.agent_effects import (
@@ -43,8 +85,11 @@ from trio_cap.actors.bindings.stream_json.agent_effects import (
     SetModel,
     Turn,
 )
-from trio_cap.actors.bindings.stream_json.agent_messages import FrameIds, MessageBuilder
-from trio_cap.actors.bindings.stream_json.agent_tools import ToolFlow
+from trio_cap.actors.bindings.stream_json.agent_messages import (
+    MessageBuilder,
+    NewId,
+    tool_use_id,
+)
 from trio_cap.actors.bindings.stream_json.agent_transcript import (
     TRANSCRIPT_MIME,
     TranscriptDiffs,
@@ -57,11 +102,13 @@ from trio_cap.events.kinds import (
     AgentRaw,
     Artifact,
     AskUser,
+    AskUserAnswer,
     Cancel,
     CapError,
     ContentBlock,
     Event,
     PermissionRequest,
+    PermissionResponse,
     Plan,
     SessionConfig,
     StopReason,
@@ -83,20 +130,24 @@ COMPAT_VERSION = "2.1.332"
 EXTENSIONS = ("cap.session.config", "cap.transcript_diff", "cap.artifact", "cap.error",
               "cap.fragment", "cap.transcript")
 MAX_INPUT_LINE = 64 << 20
+_CONTROL = (f.ControlRequest, f.ControlResponse, f.ControlCancelRequest)
 
 
-class AgentSide(ToolFlow):
+class AgentSide:
     def __init__(self, options: AgentOptions, *, session_id: str, default_model: str,
-                 pid: int | None = None, agent_version: str = "") -> None:
+                 new_id: NewId, pid: int | None = None, agent_version: str = "") -> None:
+        if options.cwd is None:
+            raise ValueError("AgentOptions.cwd must be set (the shell fills in its own)")
         self.options = options
+        self.cwd: str = options.cwd
         self.session_id = session_id
         self.default_model = default_model
+        self.new_id = new_id
         self.pid = pid
         self.agent_version = agent_version
         self.mode = options.permission_mode
         self.model = options.model
-        self.ids = FrameIds(session_id)
-        self.builder = MessageBuilder(self.ids, session_id, partial=options.partial_messages)
+        self.builder = MessageBuilder(new_id, session_id, partial=options.partial_messages)
         self.diffs = TranscriptDiffs(options.diff_every)
         self.config: SessionConfig | None = None
         self._config_frame: f.CapSessionConfig | None = None
@@ -107,8 +158,9 @@ class AgentSide(ToolFlow):
         self._queue: deque[tuple[str, str | None]] = deque()
         self._turn: Turn | None = None
         self._prompts: dict[str, Prompt] = {}
+        self._held: list[bytes] = []  # stream frames waiting for the next turn (rule 3)
         self._eof = False
-        self._ending = False
+        self._ended = False
         self._artifacts: dict[str, tuple[str, str | None]] = {}  # id -> (content, request_id)
         self._transcripts = 0
         self.total_cost = 0.0
@@ -118,12 +170,16 @@ class AgentSide(ToolFlow):
 
     # ---- stdin ---------------------------------------------------------------------
     def receive_data(self, data: bytes) -> list[Effect]:
+        """stdin bytes as read; a partial last line waits for the next call."""
+        if self._ended:
+            return []
         self._buf += data
         out: list[Effect] = []
-        while (end := self._buf.find(b"\n")) >= 0:
-            line = bytes(self._buf[:end]).strip()
-            del self._buf[: end + 1]
-            out += self._line(line)
+        start = 0
+        while (end := self._buf.find(b"\n", start)) >= 0:
+            out += self._line(bytes(self._buf[start:end]).strip())
+            start = end + 1
+        del self._buf[:start]
         if len(self._buf) > MAX_INPUT_LINE:
             self._buf.clear()
             out.append(Note(f"dropped an input line longer than {MAX_INPUT_LINE} bytes"))
@@ -131,6 +187,8 @@ class AgentSide(ToolFlow):
 
     def receive_eof(self) -> list[Effect]:
         """stdin closed: finish the queued turns; prompts nobody can answer now are denied."""
+        if self._ended or self._eof:
+            return []
         out = self._line(bytes(self._buf).strip()) if self._buf.strip() else []
         self._buf.clear()
         self._eof = True
@@ -141,13 +199,17 @@ class AgentSide(ToolFlow):
         return out + self._next_turn()
 
     def core_failed(self, message: str) -> list[Effect]:
-        """The brain crashed: the running turn fails, the session ends with exit code 1."""
+        """The brain crashed or its bridged agent died: the open turn fails, the session ends
+        with exit code 1."""
+        if self._ended:
+            return []
         self._queue.clear()
-        self._ending = True  # no transcript artifact: the log is what is left to read
         return [Record((CapError(code="internal_error", message=message),), after="core-failed")]
 
     def user_text(self, text: str) -> list[Effect]:
         """A prompt given on the command line (``--input-format text``)."""
+        if self._ended:
+            return []
         self._queue.append((text, None))
         return self._next_turn()
 
@@ -212,15 +274,15 @@ class AgentSide(ToolFlow):
         append = self._init_append or o.append_system_prompt
         if append:
             prompt = f"{prompt}\n{append}" if prompt else append
-        return SessionConfig(cwd=o.cwd, model=o.model, system_prompt=prompt or None,
+        return SessionConfig(cwd=self.cwd, model=o.model, system_prompt=prompt or None,
                              max_turns=o.max_turns, budget_usd=o.budget_usd,
                              permission_mode="interactive", session_resume_id=o.resume)
 
     def _next_turn(self) -> list[Effect]:
-        if self._turn is not None:
+        if self._turn is not None or self._ended:
             return []
         if not self._queue:
-            return self._end_session() if self._eof else []
+            return self._end_session(0) if self._eof else []
         text, user_uuid = self._queue.popleft()
         out: list[Effect] = []
         if self.config is None:
@@ -229,10 +291,12 @@ class AgentSide(ToolFlow):
         turn = self._turn = Turn(user_uuid=user_uuid)
         self.builder.model = self.current_model
         self.builder.final_text = ""
-        out.append(self._send(self._init_frame()))
+        out += self._send(self._init_frame())
         if self.options.partial_messages:
-            out.append(self._send(f.System(subtype="status", status="requesting",
-                                           session_id=self.session_id, uuid=self.ids.uuid())))
+            out += self._send(f.System(subtype="status", status="requesting",
+                                       session_id=self.session_id, uuid=self.new_id()))
+        out += [Send(line) for line in self._held]
+        self._held.clear()
         budget = self.config.budget_usd
         if budget is not None and self.total_cost >= budget:
             turn.refused = (f"cap_budget_exceeded: the session has spent ${self.total_cost:.6f} "
@@ -242,6 +306,14 @@ class AgentSide(ToolFlow):
             return [*out, Record((error,), after="refused")]
         inject = UserInputInject(content=(ContentBlock(text=text),))
         return [*out, Record((inject,), after="inject"), Deliver((inject,))]
+
+    def _end_session(self, code: int) -> list[Effect]:
+        """Rule 5: nothing more is written; frames still held are dropped."""
+        if self._ended:
+            return []
+        self._ended = True
+        self._held.clear()
+        return [Finish(code)]
 
     @property
     def current_model(self) -> str:
@@ -254,15 +326,15 @@ class AgentSide(ToolFlow):
 
     def _init_frame(self) -> f.System:
         assert self.config is not None
-        tools = ["Bash", "Edit", "Write", "TodoWrite"]
+        tool_names = ["Bash", "Edit", "Write", "TodoWrite"]
         if self.options.prompts_on_stdio:
-            tools.append("AskUserQuestion")
+            tool_names.append("AskUserQuestion")
         if self.options.tools is not None:
-            tools = [t for t in tools if t in self.options.tools]
+            tool_names = [t for t in tool_names if t in self.options.tools]
         return f.System(
-            subtype="init", session_id=self.session_id, uuid=self.ids.uuid(),
+            subtype="init", session_id=self.session_id, uuid=self.new_id(),
             cwd=self.config.cwd, model=self.current_model, permission_mode=self.mode,
-            api_key_source="none", claude_code_version=COMPAT_VERSION, tools=tools,
+            api_key_source="none", claude_code_version=COMPAT_VERSION, tools=tool_names,
             mcp_servers=[], slash_commands=[], output_style="default", agents=[], skills=[],
             plugins=[], capabilities=[],
             cap={"protocol": "cap-protocol/v1", "agent": "cap-agent",
@@ -271,6 +343,7 @@ class AgentSide(ToolFlow):
 
     # ---- what was logged ---------------------------------------------------------------
     def logged(self, envs: list[Envelope], after: str | None = None) -> list[Effect]:
+        """Envelopes just appended to the log (by a ``Record`` or for the core)."""
         self.diffs.add(envs)
         out: list[Effect] = []
         for env in envs:
@@ -278,30 +351,30 @@ class AgentSide(ToolFlow):
             if after == "inject" and isinstance(event, UserInputInject) and self._turn:
                 self._turn.cause = env.seq
             elif isinstance(event, AgentRaw) and event.reason == RAW_LINE:
-                out.append(Send(event.text.encode() + b"\n"))  # malformed on purpose
+                out += self._write(event.text.encode() + b"\n")  # malformed on purpose
             elif type(event).direction == "in":
                 out += self._agent_event(event)
-        if after == "refused":
+        if after == "refused" and self._turn is not None:
             out += self._finish_turn("error")
         elif after == "core-failed":
+            message = next((e.event.message for e in envs if isinstance(e.event, CapError)), "")
             if self._turn is not None:
-                out += self._finish_turn("error")
-            out += [*self._diff(final=True), Finish(1)]
-        elif after == "transcript-final":
-            out += self._diff(final=True)
-            out.append(Finish(0))
-        elif self.diffs.due:
+                out += self._finish_turn("error", last=True)
+            else:
+                out.append(Note(message))
+            out += self._end_session(1)
+        elif self.diffs.due and self._turn is not None:
             out += self._diff()
         return out
 
     def turn_ended(self, stop: StopReason) -> list[Effect]:
-        if self._turn is None:
+        if self._turn is None or self._ended:
             return [Note("the core ended a turn that was not running")]
         return self._finish_turn(stop)
 
-    def tick(self) -> list[Effect]:
-        """The shell's timer: send what is pending of the transcript (long turns)."""
-        return self._diff()
+    def tick(self, now: float | None = None) -> list[Effect]:
+        """The shell's timer: a running turn sends what is pending of its transcript."""
+        return self._diff() if self._turn is not None and not self._ended else []
 
     def _agent_event(self, event: Event) -> list[Effect]:
         turn = self._turn
@@ -312,14 +385,13 @@ class AgentSide(ToolFlow):
             case Thought():
                 return self._frames(self.builder.text(event.text, thinking=True))
             case ToolCallStart() if turn is not None:
-                assert self.config is not None
-                wire = policy.to_wire(event.name, event.input, self.config.cwd)
-                call = Call(self.ids.tool_use(), event.name, event.input, wire)
+                wire = policy.to_wire(event.name, event.input, self._turn_cwd)
+                call = Call(tool_use_id(self.new_id), event.name, event.input, wire)
                 turn.calls[event.call_id] = turn.last_call = call
                 return self._frames(self.builder.tool_use(call.tool_use_id, event.name, wire))
             case PermissionRequest() if turn is not None:
-                call = turn.last_call or Call(self.ids.tool_use(), event.tool, event.intent,
-                                               dict(event.intent))
+                call = turn.last_call or Call(tool_use_id(self.new_id), event.tool,
+                                              event.intent, dict(event.intent))
                 return self._permission(event, turn, call)
             case ToolCallEnd() if turn is not None and event.call_id in turn.calls:
                 return self._tool_end(event, turn)
@@ -339,6 +411,101 @@ class AgentSide(ToolFlow):
                 return self._artifact(event)
         return []
 
+    @property
+    def _turn_cwd(self) -> str:
+        return self.config.cwd if self.config is not None else self.cwd
+
+    # ---- permissions, tools, asks, plans ------------------------------------------------
+    def _permission(self, event: PermissionRequest, turn: Turn, call: Call) -> list[Effect]:
+        decision = policy.decide(
+            mode=self.mode, tool=event.tool, scope=event.scope, wire=call.wire,
+            allowed=self._allowed, disallowed=self.options.disallowed_tools,
+            available=self.options.tools, prompts_on_stdio=self.options.prompts_on_stdio)
+        if decision.verdict == "allow":
+            return self._reply(PermissionResponse(req_id=event.req_id, decision="allow_once",
+                                                  meta={DECIDED_BY: decision.reason}))
+        if decision.verdict == "deny":
+            notice = tools.permission_denied(self.session_id, self.new_id(), call,
+                                             decision.reason)
+            return self._send(notice) + self._deny(event.req_id, turn, call, decision.reason,
+                                                   "policy")
+        request_id = self.new_id()
+        self._prompts[request_id] = Prompt(request_id, "permission", event.req_id, call)
+        command = event.intent.get("command")
+        return [self._control_send(tools.can_use_tool(
+            request_id, call, command if isinstance(command, str) and command else None))]
+
+    def _deny(self, req_id: str, turn: Turn, call: Call, message: str,
+              by: str) -> list[Effect]:
+        turn.denials.append(tools.denial(call))
+        for call_id, known in turn.calls.items():
+            if known is call:
+                turn.deny_messages[call_id] = message
+        return self._reply(PermissionResponse(req_id=req_id, decision="deny",
+                                              meta=tools.deny_meta(by, message)))
+
+    def _reply(self, frame: Event) -> list[Effect]:
+        return [Record((frame,)), Deliver((frame,))]
+
+    def _answer(self, body: f.ResponseBody) -> list[Effect]:
+        prompt = self._prompts.pop(body.request_id, None)
+        turn = self._turn
+        if prompt is None or turn is None:
+            error = CapError(code="cap_unknown_permission",
+                             message=f"no permission prompt is waiting on {body.request_id!r}")
+            return [Record((error,))]
+        result = tools.read_answer(body)
+        if prompt.kind == "ask":
+            return self._ask_answered(prompt, result, turn)
+        call = prompt.call
+        if isinstance(result, f.PermissionDeny):
+            out = self._deny(prompt.ref, turn, call, result.message or "denied", "client")
+            if result.interrupt:
+                out += self._interrupt_turn(turn)
+            return out
+        meta = tools.allow_meta(call, result, self._turn_cwd)
+        decision = "allow_always" if result.updated_permissions else "allow_once"
+        if result.updated_permissions:
+            self._allowed += (call.name,)
+        return self._reply(PermissionResponse(req_id=prompt.ref, decision=decision, meta=meta))
+
+    def _tool_end(self, event: ToolCallEnd, turn: Turn) -> list[Effect]:
+        call = turn.calls[event.call_id]
+        turn.round_trips += 1
+        content, detail = tools.tool_result_detail(call, event,
+                                                   turn.deny_messages.get(event.call_id))
+        return self._send(self.builder.tool_result(call.tool_use_id, content,
+                                                   is_error=event.is_error,
+                                                   tool_use_result=detail))
+
+    def _plan(self, event: Plan, turn: Turn) -> list[Effect]:
+        todos = tools.todos(event.entries)
+        call_id = tool_use_id(self.new_id)
+        out = self._frames(self.builder.tool_use(call_id, "TodoWrite", {"todos": todos}))
+        turn.round_trips += 1
+        return out + self._send(self.builder.tool_result(
+            call_id, tools.TODO_RESULT, is_error=False, tool_use_result={"newTodos": todos}))
+
+    def _ask(self, event: AskUser, turn: Turn) -> list[Effect]:
+        wire = tools.ask_wire(event)
+        call = Call(tool_use_id(self.new_id), "AskUserQuestion", {}, wire)
+        prompt = Prompt("", "ask", event.ask_id, call, event.prompt)
+        out = self._frames(self.builder.tool_use(call.tool_use_id, call.name, wire))
+        if not self.options.prompts_on_stdio:
+            declined = f.PermissionDeny(message="no --permission-prompt-tool stdio to ask through")
+            return out + self._ask_answered(prompt, declined, turn)
+        prompt.request_id = request_id = self.new_id()
+        self._prompts[request_id] = prompt
+        return [*out, self._control_send(tools.can_use_tool(request_id, call))]
+
+    def _ask_answered(self, prompt: Prompt, result: f.AnyPermissionResult,
+                      turn: Turn) -> list[Effect]:
+        value, text, is_error = tools.ask_reply(prompt, result)
+        turn.round_trips += 1
+        frame = self.builder.tool_result(prompt.call.tool_use_id, text, is_error=is_error,
+                                         tool_use_result=text)
+        return self._send(frame) + self._reply(AskUserAnswer(ask_id=prompt.ref, value=value))
+
     # ---- usage, artifacts, results ----------------------------------------------------
     def _usage(self, event: Usage) -> list[Effect]:
         if self._turn is not None:
@@ -357,31 +524,32 @@ class AgentSide(ToolFlow):
 
     def _artifact(self, event: Artifact) -> list[Effect]:
         ours = self._artifacts.pop(event.artifact_id, None)
-        # the core's artifacts come at the end of a turn: the model's message is over by then
-        out = self._frames(self.builder.end_message("end_turn")) if ours is None else []
-        content, request_id = ours or (event.content, None)
         body = f.ArtifactBody(artifact_id=event.artifact_id, mime_type=event.mime_type,
-                              name=event.name, size=event.size, uri=event.uri, content=content)
-        if request_id is not None:
-            return [*out, self._send(f.ControlResponse(response=f.ResponseBody(
-                subtype="success", request_id=request_id, response={"artifact": body})))]
+                              name=event.name, size=event.size, uri=event.uri,
+                              content=ours[0] if ours else event.content)
+        if ours is not None and ours[1] is not None:  # a transcript the client asked for
+            return [self._control_send(f.ControlResponse(response=f.ResponseBody(
+                subtype="success", request_id=ours[1], response={"artifact": body})))]
+        # the core's artifacts come at the end of a turn: the model's message is over by then
+        out = self._frames(self.builder.end_message("end_turn")) if self._turn else []
         return out + self._extension("cap.artifact", body)
 
-    def _finish_turn(self, stop: StopReason) -> list[Effect]:
+    def _finish_turn(self, stop: StopReason, *, last: bool = False) -> list[Effect]:
+        """Rule 2: everything of the turn, then its result, then the next turn may start."""
         turn = self._turn
         assert turn is not None
         out = self._frames(self.builder.end_message("end_turn"))
-        for request_id in [r for r, p in self._prompts.items()]:
+        for request_id in list(self._prompts):
             del self._prompts[request_id]
             turn.aborted_tools = True
-            out.append(self._send(f.ControlCancelRequest(request_id=request_id)))
+            out.append(self._control_send(f.ControlCancelRequest(request_id=request_id)))
         if stop == "cancelled":
             suffix = " for tool use" if turn.aborted_tools else ""
-            out.append(self._send(self.builder.notice(f"[Request interrupted by user{suffix}]")))
-        out += self._diff()
-        out.append(self._send(self._result(turn, stop)))
+            out += self._send(self.builder.notice(f"[Request interrupted by user{suffix}]"))
+        out += self._diff(final=last or (self._eof and not self._queue))
+        out += self._send(self._result(turn, stop))
         self._turn = None
-        return out + self._next_turn()
+        return out if last else out + self._next_turn()
 
     def _result(self, turn: Turn, stop: StopReason) -> f.Result:
         usage = turn.usage or Usage()
@@ -413,20 +581,23 @@ class AgentSide(ToolFlow):
                                  cache_creation_input_tokens=usage.cache_creation_tokens,
                                  cache_read_input_tokens=usage.cache_read_tokens),
             model_usage=dict(self._model_usage), permission_denials=list(turn.denials),
-            uuid=self.ids.uuid(), user_message_uuid=turn.user_uuid,
+            uuid=self.new_id(), user_message_uuid=turn.user_uuid,
             meta={"cap.transcript_seq": self.diffs.last_seq}, **fields,
         )
 
     # ---- control requests ---------------------------------------------------------------
     def _control(self, frame: f.ControlRequest) -> list[Effect]:
-        request = f.decode_request(frame.request)
         rid = frame.request_id
+        try:
+            request = f.decode_request(frame.request)
+        except msgspec.ValidationError as exc:
+            return [self._error(rid, f"bad control request: {exc}")]
         match request:
             case f.Initialize():
                 return self._initialize(rid, request)
             case f.Interrupt():
                 queued = [u for _, u in self._queue if u]
-                out = [self._ok(rid, {"still_queued": queued})]
+                out: list[Effect] = [self._ok(rid, {"still_queued": queued})]
                 if self._turn is not None:
                     out += self._interrupt_turn(self._turn)
                 return out
@@ -435,8 +606,8 @@ class AgentSide(ToolFlow):
                     return [self._error(rid, f"unknown permission mode {request.mode!r}")]
                 self.mode = request.mode
                 status = f.System(subtype="status", session_id=self.session_id,
-                                  uuid=self.ids.uuid(), permission_mode=self.mode)
-                return [self._ok(rid, {"mode": self.mode}), self._send(status)]
+                                  uuid=self.new_id(), permission_mode=self.mode)
+                return [self._ok(rid, {"mode": self.mode}), *self._send(status)]
             case f.SetModel():
                 self.model = request.model
                 return [self._ok(rid, {"model": self.current_model}), SetModel(request.model)]
@@ -496,53 +667,55 @@ class AgentSide(ToolFlow):
         for request_id in list(self._prompts):
             del self._prompts[request_id]
             turn.aborted_tools = True
-            out.append(self._send(f.ControlCancelRequest(request_id=request_id)))
+            out.append(self._control_send(f.ControlCancelRequest(request_id=request_id)))
         return out + self._reply(Cancel(scope="current_turn", reason="interrupt"))
 
-    # ---- session end and transcripts --------------------------------------------------
-    def _end_session(self) -> list[Effect]:
-        if self._ending:
-            return []
-        self._ending = True
-        self._transcripts += 1
-        artifact_id = f"transcript_{self._transcripts}"
-        self._artifacts[artifact_id] = ("", None)
-        return [ReadTranscript(artifact_id)]
-
     def transcript_ready(self, envs: list[Envelope], artifact_id: str) -> list[Effect]:
-        """The session's envelopes so far, for the transcript artifact ``artifact_id``."""
+        """The session's envelopes so far, for the requested transcript ``artifact_id``."""
         model = self.config.model if self.config else None
         content = transcript_document(self.session_id, model or self.current_model, envs)
         _, request_id = self._artifacts.get(artifact_id, ("", None))
         self._artifacts[artifact_id] = (content, request_id)
-        size = len(content.encode())
         event = Artifact(artifact_id=artifact_id, mime_type=TRANSCRIPT_MIME,
-                         name="transcript.json", size=size,
+                         name="transcript.json", size=len(content.encode()),
                          meta={"cap.to_seq": envs[-1].seq if envs else 0})
-        final = request_id is None and self._ending
-        return [Record((event,), after="transcript-final" if final else None)]
+        return [Record((event,))]
 
-    # ---- output helpers ---------------------------------------------------------------
+    # ---- output: the one gate (rules 2 and 3) ------------------------------------------
+    def _write(self, line: bytes) -> list[Effect]:
+        """A stream line goes out while a turn runs; otherwise it waits for the next one."""
+        if self._turn is None:
+            if not self._ended:
+                self._held.append(line)
+            return []
+        return [Send(line)]
+
+    def _send(self, frame: Any) -> list[Effect]:
+        return self._write(f.encode_line(frame))
+
+    def _frames(self, frames: list[f.Frame]) -> list[Effect]:
+        return [effect for frame in frames for effect in self._send(frame)]
+
+    def _control_send(self, frame: f.ControlRequest | f.ControlResponse
+                      | f.ControlCancelRequest) -> Send:
+        """Control frames are replies and requests, not stream messages: never held."""
+        assert isinstance(frame, _CONTROL)
+        return Send(f.encode_line(frame))
+
     def _diff(self, *, final: bool = False) -> list[Effect]:
         diff = self.diffs.take(final=final)
         return self._extension("cap.transcript_diff", diff) if diff is not None else []
 
     def _extension(self, subtype: str, body: Any) -> list[Effect]:
-        frame = f.System(subtype=subtype, session_id=self.session_id, uuid=self.ids.uuid(),
+        frame = f.System(subtype=subtype, session_id=self.session_id, uuid=self.new_id(),
                          cap=body)
-        return [Send(line) for line in extension_lines(frame, self.options.max_line,
-                                                       self.ids.uuid)]
-
-    def _send(self, frame: Any) -> Send:
-        return Send(f.encode_line(frame))
-
-    def _frames(self, frames: list[f.Frame]) -> list[Effect]:
-        return [self._send(frame) for frame in frames]
+        lines = extension_lines(frame, self.options.max_line, self.new_id)
+        return [effect for line in lines for effect in self._write(line)]
 
     def _ok(self, request_id: str, response: Any) -> Send:
-        return self._send(f.ControlResponse(response=f.ResponseBody(
+        return self._control_send(f.ControlResponse(response=f.ResponseBody(
             subtype="success", request_id=request_id, response=response)))
 
     def _error(self, request_id: str, message: str, *, code: str | None = None) -> Send:
-        return self._send(f.ControlResponse(response=f.ResponseBody(
+        return self._control_send(f.ControlResponse(response=f.ResponseBody(
             subtype="error", request_id=request_id, error=message, error_code=code)))

@@ -1,13 +1,15 @@
-"""Transcript diffs, the transcript artifact and fragments: the CAP extensions' bookkeeping.
+"""Transcript diffs, the transcript document and fragments: the CAP extensions' bookkeeping.
 
 The agent's event log *is* its transcript.  Every envelope the agent appends
-is also queued here and goes out in a ``system/cap.transcript_diff`` frame —
-at each turn end, every ``every`` events, and on the shell's timer — so a
-client that only applies diffs holds an exact copy of the log.  Diffs are
-chained (``index`` + 1, ``prev_seq`` = previous ``to_seq``, seqs contiguous)
-so a lost diff is visible in the very next one; each ``result`` names the
-last seq sent (``_meta["cap.transcript_seq"]``) and the session's last diff is
-marked ``final``, so a diff lost at the end of a turn or of the session is too.
+is also queued here and goes out in a ``system/cap.transcript_diff`` frame
+while a turn runs — every ``every`` events, on the shell's timer, and once
+before each ``result`` — so a client that only applies diffs holds an exact
+copy of the log.  Diffs are chained (``index`` + 1, ``prev_seq`` = previous
+``to_seq``, seqs contiguous) so a lost diff is visible in the very next one,
+and each ``result`` names the last seq sent (``_meta["cap.transcript_seq"]``),
+so a diff lost at the end of a turn is too.  Nothing follows a session's last
+``result``: the copy is complete when stdout ends right after a result that
+confirmed it (or after a diff marked ``final``).
 
 SDK clients cap a line at 1 MiB; an extension frame longer than ``max_line``
 is cut into ``system/cap.fragment`` frames whose ``data`` joined in order is
@@ -44,14 +46,17 @@ class TranscriptDiffs:
         return self.every > 0 and len(self._pending) >= self.every
 
     def take(self, *, final: bool = False) -> f.TranscriptDiff | None:
-        if not self._pending:
+        """The pending envelopes as the next diff; None when there are none, except that a
+        ``final`` diff is always taken (empty if need be) so the chain is visibly closed."""
+        if not self._pending and not final:
             return None
         envs, self._pending = self._pending, []
         self._index += 1
+        to_seq = envs[-1].seq if envs else self.last_seq
         diff = f.TranscriptDiff(index=self._index, prev_seq=self.last_seq,
-                                from_seq=envs[0].seq, to_seq=envs[-1].seq, events=envs,
-                                final=final)
-        self.last_seq = envs[-1].seq
+                                from_seq=envs[0].seq if envs else to_seq + 1, to_seq=to_seq,
+                                events=envs, final=final)
+        self.last_seq = to_seq
         return diff
 
 
@@ -111,13 +116,15 @@ class TranscriptGap(Exception):
 
 
 class TranscriptMirror:
-    """A client's exact copy of the agent's log, kept only from ``cap.transcript_diff`` frames.
+    """A client's exact copy of the agent's log, kept only from the frames it prints.
 
-    ``apply`` takes each diff's ``cap`` payload in arrival order and raises
-    :class:`TranscriptGap` when one was lost (a skipped index, a ``prev_seq``
-    that is not the last seq held, or seqs that are not contiguous);
-    ``check_result`` does the same for the seq a ``result`` says was sent, and
-    ``check_closed`` at EOF for the session's final diff.
+    ``feed`` takes every stdout frame (a dict) in order: it applies
+    ``cap.transcript_diff`` payloads and checks each ``result``.  ``apply``
+    raises :class:`TranscriptGap` when a diff was lost (a skipped index, a
+    ``prev_seq`` that is not the last seq held, seqs that are not contiguous);
+    ``check_result`` when a result names a seq the copy does not end at; and
+    ``check_closed``, at the end of stdout, unless the copy was confirmed by the
+    last result or closed by a ``final`` diff.
     """
 
     def __init__(self) -> None:
@@ -125,6 +132,14 @@ class TranscriptMirror:
         self.index = 0
         self.last_seq = 0
         self.closed = False
+        self.confirmed: int | None = None
+        """The seq the last ``result`` said was sent (None before the first)."""
+
+    def feed(self, frame: dict[str, Any]) -> None:
+        if frame.get("type") == "system" and frame.get("subtype") == "cap.transcript_diff":
+            self.apply(frame["cap"])
+        elif frame.get("type") == "result":
+            self.check_result(frame["_meta"]["cap.transcript_seq"])
 
     def apply(self, diff: dict[str, Any] | f.TranscriptDiff) -> None:
         d = diff if isinstance(diff, f.TranscriptDiff) else msgspec.convert(diff, f.TranscriptDiff)
@@ -139,13 +154,15 @@ class TranscriptMirror:
             raise TranscriptGap(f"diff {d.index} arrived after the final diff")
         self.envelopes += envs
         self.index, self.last_seq, self.closed = d.index, d.to_seq, d.final
+        self.confirmed = None
 
     def check_result(self, transcript_seq: int) -> None:
         if transcript_seq != self.last_seq:
             raise TranscriptGap(f"the result says seq {transcript_seq} was sent; the copy "
                                 f"holds up to {self.last_seq}")
+        self.confirmed = transcript_seq
 
     def check_closed(self) -> None:
-        if not self.closed:
-            raise TranscriptGap(f"the session ended, but its final diff is missing (the copy "
-                                f"holds diff {self.index}, up to seq {self.last_seq})")
+        if not self.closed and self.confirmed != self.last_seq:
+            raise TranscriptGap(f"stdout ended after diff {self.index} (up to seq "
+                                f"{self.last_seq}) with no result confirming it")

@@ -1,9 +1,15 @@
 """The bridge brain: an agent trio-cap drives, re-exposed through the agent side.
 
+Layering (DESIGN §2a): this module drives the orchestrator, so it lives above
+it, beside it in ``actors/`` and below the CLI; nothing under the orchestrator
+imports it.  The agent shell only knows a ``make_core`` factory, which the CLI
+fills with :func:`bridge_core`.
+
 ``cap agent --cap-speak stream-json --bridge AGENT [--binding B]`` puts this
-object where the scripted :class:`~actors.agent.core.AgentCore` normally sits.
+object where the scripted :class:`~actors.agent.core.AgentCore` normally sits
+(the CLI hands :func:`bridge_core` to the agent shell as its ``make_core``).
 It has the same interface — it consumes orchestrator → agent CAP frames and
-emits CAP events plus :class:`~actors.connection.TurnEnded` — but instead of
+emits CAP events plus :class:`~actors.bindings.base.TurnEnded` — but instead of
 running script steps it opens an in-process orchestrator, starts a session for
 AGENT (any binding trio-cap has) and relays:
 
@@ -23,20 +29,22 @@ and the agent side must never see two namespaces.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import trio
 
 from trio_cap.actors.agent.core import CoreEnded, Emit, Emitted
 from trio_cap.actors.agent.script import Script
-from trio_cap.actors.bindings.base import BRIDGED, UPDATED_INPUT, TurnEnded
+from trio_cap.actors.bindings.base import BRIDGED, REFUSAL_MESSAGE, UPDATED_INPUT, TurnEnded
 from trio_cap.actors.bindings.stream_json import agent_policy
+from trio_cap.actors.bindings.stream_json.agent_argv import AgentOptions
 from trio_cap.actors.connection import Connector
 from trio_cap.actors.orchestrator import Orchestrator, Session, UnknownAgent, open_orchestrator
 from trio_cap.actors.session.actor import CommandRefused, SessionEnded
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import (
+    TERMINAL_EVENTS,
     AskUser,
     AskUserAnswer,
     Cancel,
@@ -47,7 +55,6 @@ from trio_cap.events.kinds import (
     PermissionResponse,
     PtyRawBytes,
     SessionCancelled,
-    SessionCompleted,
     SessionConfig,
     SessionFailed,
     SessionReady,
@@ -59,7 +66,6 @@ from trio_cap.events.kinds import (
 )
 from trio_cap.events.log import EventLog
 
-_TERMINAL = (SessionCompleted, SessionCancelled, SessionFailed)
 _WIRE_SHAPED = ("Write", "Edit")
 
 
@@ -186,7 +192,7 @@ class BridgeCore:
         updated = meta.get(UPDATED_INPUT)
         if isinstance(updated, dict) and wire_tool and self.config is not None:
             updated = agent_policy.to_wire(wire_tool, updated, self.config.cwd)
-        reason = str(meta.get("cap.message") or meta.get("cap.decided_by") or "")
+        reason = str(meta.get(REFUSAL_MESSAGE) or meta.get("cap.decided_by") or "")
         # a refusal (the agent withdrew the request) is logged in the session's stream,
         # and so reaches the client through the pump
         await _quietly(session.decide(remote, frame.decision, reason=reason,
@@ -239,7 +245,7 @@ class BridgeCore:
                     self._working = False
                     self._cancel_pending = False
                 out.append(TurnEnded(event.stop_reason))
-        elif isinstance(event, _TERMINAL):
+        elif isinstance(event, TERMINAL_EVENTS):
             if not self._closing:
                 self._failure = _ending(self.agent, event)
             return True
@@ -312,4 +318,21 @@ def bridge_log_path(agent_log: str | None) -> str | None:
     return f"{root}.bridge{ext or '.caplog'}"
 
 
-__all__: Sequence[str] = ("BRIDGED", "BridgeCore", "bridge_log_path")
+def bridge_core(options: AgentOptions, script: Script | None = None,
+                connectors: Mapping[str, Connector] | None = None,
+                ) -> Callable[[Emit, str], BridgeCore]:
+    """The agent shell's ``make_core`` for ``--bridge AGENT [--binding B]``: a
+    :class:`BridgeCore` for the shell's session, logging beside ``--log``."""
+    if not options.bridge:
+        raise ValueError("bridge_core needs options.bridge (the agent to drive)")
+    agent = options.bridge
+
+    def make(emit: Emit, session_id: str) -> BridgeCore:
+        return BridgeCore(agent, emit, binding=options.bridge_binding, session_id=session_id,
+                          log=bridge_log_path(options.log), script=script,
+                          connectors=connectors)
+
+    return make
+
+
+__all__: Sequence[str] = ("BRIDGED", "BridgeCore", "bridge_core", "bridge_log_path")
