@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from trio_cap.actors.bindings.base import TurnEnded
+from trio_cap.actors.bindings.base import AGENT_RISK, TurnEnded
 from trio_cap.actors.bindings.stream_json.driver import StreamJsonDriver, ToAgent
 from trio_cap.actors.bindings.stream_json.driver_argv import driver_argv
 from trio_cap.actors.bindings.stream_json.driver_rules import error_code
@@ -37,6 +37,7 @@ from .frames_lib import (
     delta,
     init_ok,
     line,
+    merged,
     message_start,
     new_driver,
     prompt,
@@ -109,8 +110,14 @@ def test_partial_messages_are_not_doubled_by_the_assistant_frame() -> None:
     driver.send(prompt("hi"))
     out = driver.receive_data(system_init() + text_turn("hello there, world"))
     assert text(out) == "hello there, world"
-    assert len(of(out, TextChunk)) == 3
+    assert len(of(out, TextChunk)) == 1  # R2: the deltas of one block in one read: one event
     assert {c.message_id for c in of(out, TextChunk)} == {"msg_1"}
+    driver.send(prompt("again"))
+    out = []
+    for piece in text_turn("one delta at a time", msg="msg_2").splitlines(keepends=True):
+        out += driver.receive_data(piece)
+    chunks = [c.text for c in of(out, TextChunk)]
+    assert "".join(chunks) == "one delta at a time" and len(chunks) == 4  # one per read
 
 
 def test_assistant_frame_completes_what_deltas_missed() -> None:
@@ -142,7 +149,7 @@ def test_thinking_deltas_are_thoughts() -> None:
         + delta(0, {"type": "signature_delta", "signature": "sig"})
         + assistant({"type": "thinking", "thinking": "Let me.", "signature": "sig"})
         + block_stop(0))
-    assert [o.text for o in of(out, Thought)] == ["Let ", "me."]
+    assert [o.text for o in of(out, Thought)] == ["Let me."]
     assert not of(out, TextChunk)
 
 
@@ -335,7 +342,8 @@ def test_chunk_boundaries_do_not_matter() -> None:
     got: list[Any] = []
     for i in range(len(data)):
         got += bytewise.receive_data(data[i:i + 1])
-    assert got == expected
+    assert merged(got) == merged(expected)  # R2: text boundaries are the only difference
+    assert len(of(got, TextChunk)) > len(of(expected, TextChunk)) == 1
 
 
 def test_unknown_frames_are_kept_raw_and_quiet_ones_dropped() -> None:
@@ -370,7 +378,8 @@ def test_eof_flushes_a_last_line_without_newline() -> None:
 # ---- permissions and cancel -------------------------------------------------
 
 
-def test_can_use_tool_becomes_a_permission_request_with_inferred_risk() -> None:
+def test_can_use_tool_is_a_permission_request_the_driver_does_not_rate() -> None:
+    """R13: risk is the session machine's; the driver sends CAP's default and the scope."""
     driver = ready_driver()
     driver.send(prompt("x"))
     (write,) = driver.receive_data(can_use_tool("p1", "Write", {"file_path": "/work/a.txt",
@@ -379,14 +388,25 @@ def test_can_use_tool_becomes_a_permission_request_with_inferred_risk() -> None:
     assert (write.req_id, write.tool, write.scope, write.risk_level) == (
         "p1", "Write", "write", "medium")
     assert write.meta == {"stream_json": {"tool_use_id": "toolu_1", "description": "do it"}}
-    (read,) = driver.receive_data(can_use_tool("p2", "Read", {"file_path": "/work/a.txt"}))
-    assert (read.scope, read.risk_level) == ("read", "low")
-    (rm,) = driver.receive_data(can_use_tool("p3", "Bash", {"command": "rm -rf /"}))
-    assert (rm.scope, rm.risk_level) == ("execute", "high")
-    (outside,) = driver.receive_data(can_use_tool("p4", "Write", {"file_path": "/etc/x"}))
-    assert outside.risk_level == "high"
-    (net,) = driver.receive_data(can_use_tool("p5", "WebFetch", {"url": "https://x"}))
-    assert (net.scope, net.risk_level) == ("network", "high")
+    for req_id, tool, args, scope in [
+            ("p2", "Read", {"file_path": "/work/a.txt"}, "read"),
+            ("p3", "Bash", {"command": "rm -rf /"}, "execute"),
+            ("p4", "Write", {"file_path": "/etc/x"}, "write"),
+            ("p5", "WebFetch", {"url": "https://x"}, "network")]:
+        (request,) = driver.receive_data(can_use_tool(req_id, tool, args))
+        assert (request.scope, request.risk_level) == (scope, "medium")
+        assert AGENT_RISK not in (request.meta or {})  # Claude Code rates nothing itself
+
+
+@pytest.mark.parametrize(("claimed", "passed"), [
+    ("low", "low"), ("high", "high"), ("medium", "medium"), ("none", None), (3, None)])
+def test_an_agent_s_own_rating_passes_through_untouched(claimed: Any, passed: str | None) -> None:
+    driver = ready_driver()
+    frame = json.loads(can_use_tool("p1", "Bash", {"command": "rm -rf /"}))
+    frame["request"]["_meta"] = {AGENT_RISK: claimed}
+    (request,) = driver.receive_data(line(frame))
+    assert request.risk_level == "medium"
+    assert (request.meta or {}).get(AGENT_RISK) == passed
 
 
 def test_permission_answers_allow_with_input_always_for_the_session_or_deny() -> None:

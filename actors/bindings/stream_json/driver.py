@@ -1,23 +1,73 @@
 """The stream-json driver, sans-io: CLI stdout bytes → CAP events, CAP frames → stdin bytes.
 
-Modelled on h11: no processes, pipes, clocks or randomness (uuids come from
-an injected factory), so the same bytes always give the same events and a
-recorded session can be replayed through it.  The Trio shell
-(:mod:`actors.bindings.stream_json.connector`) only moves bytes.
+A machine of the binding kit (:mod:`trio_cap.actors.bindings.base`): no
+processes, pipes, clocks or randomness (prompt uuids come from an injected
+factory), so the same bytes always give the same events and a recorded
+session replays through it.  Lines are framed and decoded by the kit's
+:class:`~trio_cap.actors.bindings.ndjson.NdjsonReader` (a whole read in one
+msgspec call); the Trio shell (:mod:`.connector`) only moves bytes.
 
-What it takes care of, each a trap real Claude Code sets (stream-json.md §3, §7):
+States: ``NEW --initialize()--> INITIALIZING --answer--> READY | FAILED``;
+``receive_eof()`` or ``close()`` → ``CLOSED`` from any state.
 
-* with partial messages on, text/thinking come from ``stream_event`` deltas
-  and the full ``assistant`` frame (which arrives *before* its block's
-  ``content_block_stop``) only confirms or completes them — never doubled;
-* ``system/init`` is re-sent every turn: kept once, changes kept, repeats dropped;
-* every prompt carries a uuid and a ``result`` closes the uuids it lists
-  (queued prompts are merged into one turn), so a second ``result`` for the
-  same turn — a shipped bug — never ends a turn twice;
-* ``total_cost_usd`` is a running total: each turn's cost is its delta;
-* ``can_use_tool`` prompts become ``cap.permission.request`` with trio-cap's
-  own risk inference, and a ``control_cancel_request`` withdraws one;
-* broken and spliced lines are handled by :class:`LineDecoder`.
+Rules, agent → host (each a trap real Claude Code sets; stream-json.md §3, §7):
+
+====  =========================================  ==========================================
+rule  input                                      output
+====  =========================================  ==========================================
+R1    control_response to ``initialize``         ``cap.session.ready`` (READY); an error
+                                                 answer: ``cap.error``
+                                                 ``cap_binding_unavailable`` (FAILED)
+R2    text / thinking deltas of a started block  ``cap.text_chunk`` / ``cap.thought``; the
+                                                 consecutive deltas of one block in one
+                                                 read are one event (text boundaries carry
+                                                 no meaning; the text is the same)
+R3    ``assistant`` text / thinking              only what the deltas did not give (it
+                                                 arrives before its block's stop: never
+                                                 doubled)
+R4    ``assistant`` tool_use, or the stop of a   ``cap.tool_call.start``, once per call id
+      streamed tool block no assistant confirmed
+R5    ``user`` tool_result                       ``cap.tool_call.end``
+R6    ``user`` text that is not our prompt       ``cap.text_chunk`` on channel ``system``
+R7    ``result`` closing prompts still running   ``cap.error`` (failed turn), ``cap.usage``
+                                                 (cost = delta of the running total), one
+                                                 ``TurnEnded`` per closed prompt
+R8    ``result`` closing nothing (a repeat)      ``agent.raw`` ``duplicate_result``
+R9    ``system/init`` (re-sent every turn)       ``agent.raw`` ``init`` once, then only
+                                                 ``init_changed`` when it changes
+R10   ``system/api_retry``                       retryable ``cap.error``
+R11   ``system/cap.error`` / ``cap.artifact``    that CAP event (trio-cap's own agent)
+R12   ``can_use_tool`` for AskUserQuestion       ``cap.ask_user`` with a choice form
+R13   ``can_use_tool`` for any other tool        ``cap.permission.request``, risk_level
+                                                 ``medium`` (CAP's default: the session
+                                                 machine rates risk, never a binding); the
+                                                 agent's own rating, when the wire has one,
+                                                 under ``_meta[cap.agent_risk]``
+R14   any other control_request                  ``agent.raw`` + an error answer
+                                                 (``ToAgent``)
+R15   control_cancel_request for a pending ask   ``agent.raw`` ``permission_withdrawn``
+R16   ``rate_limit_event`` status rejected       ``cap.error`` ``rate_limit``
+R17   keep_alive, command_lifecycle, quiet       nothing
+      ``system`` subtypes
+R18   unknown frame type or system subtype       ``agent.raw`` with the reason
+R19   a line that is not JSON, overlong, or      ``cap.error`` ``parse_failed`` (decoding
+      broken and never completed                 goes on with the next line)
+====  =========================================  ==========================================
+
+Rules, host → agent (``send`` returns the bytes to write, ``b""`` when none):
+
+====  =========================================  ==========================================
+H1    ``cap.user_input.inject``                  a user frame with a fresh uuid
+H2    ``cap.permission.response`` for a pending  allow (the decider's rewritten input, or
+      request                                    the call's own; "always" kept to the
+                                                 session) or deny with the reason
+H3    ``cap.ask_user.answer`` for a pending ask  allow with ``answers`` filled, or deny
+H4    ``cap.cancel`` current_turn, a turn runs   one ``interrupt`` request per turn
+H5    anything else, or an answer to nothing     ``b""``
+====  =========================================  ==========================================
+
+Outputs are the kit's values (events, :class:`TurnEnded`, :class:`ToAgent`);
+the driver never raises on agent input.
 """
 
 from __future__ import annotations
@@ -28,10 +78,10 @@ from collections.abc import Callable
 from itertools import count
 from typing import Any
 
-import attrs
 import msgspec
 
-from trio_cap.actors.bindings.base import TurnEnded
+from trio_cap.actors.bindings.base import AGENT_RISK, Output, ToAgent, TurnEnded
+from trio_cap.actors.bindings.ndjson import BadLine, Lines, Unknown
 from trio_cap.actors.bindings.stream_json import frames as f
 from trio_cap.actors.bindings.stream_json.driver_asks import ASK_TOOL, answered_input, ask_from_tool
 from trio_cap.actors.bindings.stream_json.driver_blocks import (
@@ -41,22 +91,8 @@ from trio_cap.actors.bindings.stream_json.driver_blocks import (
     raw_event,
     result_text,
 )
-from trio_cap.actors.bindings.stream_json.driver_frames import (
-    CommandLifecycle,
-    DriverAssistant,
-    DriverResult,
-    DriverSystem,
-    Prompt,
-    PromptMessage,
-)
-from trio_cap.actors.bindings.stream_json.driver_lines import (
-    MAX_LINE,
-    BadLine,
-    Decoded,
-    LineDecoder,
-)
+from trio_cap.actors.bindings.stream_json.driver_lines import MAX_LINE, new_reader
 from trio_cap.actors.bindings.stream_json.driver_rules import error_code, tool_scope
-from trio_cap.actors.risk import infer_risk
 from trio_cap.events.kinds import (
     Artifact,
     AskUserAnswer,
@@ -66,7 +102,6 @@ from trio_cap.events.kinds import (
     Event,
     PermissionRequest,
     PermissionResponse,
-    SessionConfig,
     StopReason,
     TextChunk,
     Thought,
@@ -76,15 +111,7 @@ from trio_cap.events.kinds import (
     UserInputInject,
 )
 
-
-@attrs.frozen
-class ToAgent:
-    """Bytes the shell must write to the agent's stdin on the machine's own account."""
-
-    data: bytes
-
-
-Output = Event | TurnEnded | ToAgent
+__all__ = ["DriverState", "Output", "StreamJsonDriver", "ToAgent", "TurnEnded"]
 
 
 class DriverState(enum.Enum):
@@ -101,7 +128,12 @@ _QUIET_SYSTEM = frozenset({
     "hook_response", "task_started", "task_progress", "task_notification", "task_updated",
     "compact_boundary", "cap.transcript_diff",
 })
-"""Known ``system`` subtypes with nothing for CAP: dropped, not kept raw."""
+"""Known ``system`` subtypes with nothing for CAP (R17): dropped, not kept raw."""
+_RISKS = frozenset({"low", "medium", "high"})
+
+# the hot path compares types by identity
+_StreamEvent, _Delta, _Text, _Thinking = (f.StreamEvent, f.ContentBlockDelta, f.TextDelta,
+                                          f.ThinkingDelta)
 
 
 class StreamJsonDriver:
@@ -109,7 +141,8 @@ class StreamJsonDriver:
 
     ``session_id`` is the agent session the shell asked for (``--session-id``
     / ``--resume``), reported in ``cap.session.ready``; ``new_uuid`` stamps
-    prompts; ``cwd`` anchors the risk inference of paths.
+    prompts.  ``cwd`` is accepted for the shell's sake and kept: the driver
+    itself judges no paths (risk is the session machine's).
     """
 
     def __init__(self, *, new_uuid: Callable[[], str], session_id: str | None = None,
@@ -123,9 +156,8 @@ class StreamJsonDriver:
         self._new_uuid = new_uuid
         self._request_ids = count(1)
         self._init_request: str | None = None
-        self._lines = LineDecoder(max_line)
+        self._reader = new_reader(max_line)
         self._pending_turns: deque[str] = deque()
-        self._finished: deque[str] = deque(maxlen=256)
         self._sent: set[str] = set()
         self._interrupting = False
         self._turn_error_reported = False
@@ -164,7 +196,7 @@ class StreamJsonDriver:
                                               request={"subtype": "initialize", "hooks": None}))
 
     def send(self, frame: Event) -> bytes:
-        """Encode one orchestrator → agent CAP frame ('' when it needs no bytes)."""
+        """Encode one orchestrator → agent CAP frame (``b""`` when it needs no bytes)."""
         if isinstance(frame, UserInputInject):
             return self._user(frame)
         if isinstance(frame, PermissionResponse):
@@ -173,9 +205,7 @@ class StreamJsonDriver:
             return self._interrupt() if frame.scope == "current_turn" else b""
         if isinstance(frame, AskUserAnswer):
             return self._ask_answer(frame)
-        if isinstance(frame, SessionConfig):
-            return b""  # the config went into the argv at spawn
-        return b""
+        return b""  # cap.session.config went into the argv at spawn
 
     def _user(self, frame: UserInputInject) -> bytes:
         uuid = self._new_uuid()
@@ -187,7 +217,7 @@ class StreamJsonDriver:
             content = "".join(b.text for b in blocks)
         else:
             content = [f.TextBlock(text=b.text) for b in blocks if b.type == "text"]
-        return f.encode_line(Prompt(message=PromptMessage(content=content), uuid=uuid))
+        return f.encode_line(f.Prompt(message=f.PromptMessage(content=content), uuid=uuid))
 
     def _permission_response(self, frame: PermissionResponse) -> bytes:
         pending = self._permissions.pop(frame.req_id, None)
@@ -202,15 +232,14 @@ class StreamJsonDriver:
             updates = None
             if frame.decision == "allow_always" and pending.suggestions:
                 # Keep "always" to this session; never write the user's settings files.
-                updates = [{**s, "destination": "session"} for s in pending.suggestions]
+                updates = [{**s, "destination": "session"} for s in pending.suggestions
+                           if isinstance(s, dict)]
             # the decider may rewrite the call's input (cap.updated_input); else it runs as asked
             updated = (frame.meta or {}).get("cap.updated_input")
             result = f.PermissionAllow(
                 updated_input=updated if isinstance(updated, dict) else pending.input,
-                updated_permissions=updates)
-        body = f.ResponseBody(subtype="success", request_id=frame.req_id,
-                              response=msgspec.to_builtins(result))
-        return f.encode_line(f.ControlResponse(response=body))
+                updated_permissions=updates or None)
+        return self._answer(frame.req_id, result)
 
     def _ask_answer(self, frame: AskUserAnswer) -> bytes:
         asked = self._asks.pop(frame.ask_id, None)
@@ -221,7 +250,11 @@ class StreamJsonDriver:
             result = f.PermissionDeny(message="The user declined to answer.")
         else:
             result = f.PermissionAllow(updated_input=answered_input(asked, frame.value))
-        body = f.ResponseBody(subtype="success", request_id=frame.ask_id,
+        return self._answer(frame.ask_id, result)
+
+    @staticmethod
+    def _answer(request_id: str, result: f.PermissionResult) -> bytes:
+        body = f.ResponseBody(subtype="success", request_id=request_id,
                               response=msgspec.to_builtins(result))
         return f.encode_line(f.ControlResponse(response=body))
 
@@ -237,57 +270,97 @@ class StreamJsonDriver:
 
     # ---- agent → host -----------------------------------------------------
     def receive_data(self, data: bytes) -> list[Output]:
-        return self._items(self._lines.feed(data))
+        """Bytes exactly as read; a partial last line waits for the next call."""
+        return self._translate(self._reader.feed(data))
 
     def receive_eof(self) -> list[Output]:
-        out = self._items(self._lines.eof())
+        """The agent closed stdout: a last line without newline still counts."""
+        out = self._translate(self._reader.eof())
         self.state = DriverState.CLOSED
         return out
 
-    def _items(self, items: list[Any]) -> list[Output]:
+    def _translate(self, lines: Lines[f.AnyFrame]) -> list[Output]:
+        """The hot loop: one pass over a read's frames, deltas handled inline (R2).
+
+        A *run* is consecutive text/thinking deltas of one block; its pieces
+        are collected and become one event when anything else comes, or at
+        the end of the read.
+        """
         out: list[Output] = []
-        for item in items:
-            if type(item) is Decoded:
-                self._frame(item.frame, item.raw, out)
-            elif type(item) is BadLine:
-                size = item.size or len(item.raw)
-                out.append(CapError(
-                    code="parse_failed", message=f"unreadable line from the agent: {item.reason}",
-                    details={"raw": item.raw[:RAW_LIMIT].decode("utf-8", errors="replace"),
-                             "size": size}))
-            else:
-                out.append(raw_event(item.reason, item.raw))
+        run_block: StreamedBlock | None = None
+        run_parts: list[str] = []
+        run_index = run_parent = None
+        running = False  # a run is open (run_block None: its deltas are dropped)
+        for i, frame in enumerate(lines.items):
+            if type(frame) is _StreamEvent:
+                ev = frame.event  # type: ignore[union-attr]
+                if type(ev) is _Delta:
+                    delta = ev.delta
+                    kind = type(delta)
+                    if kind is _Text or kind is _Thinking:
+                        piece = delta.text if kind is _Text else delta.thinking  # type: ignore[union-attr]
+                        parent = frame.parent_tool_use_id  # type: ignore[union-attr]
+                        if running and ev.index == run_index and parent == run_parent:
+                            run_parts.append(piece)
+                            continue
+                        if running and run_block is not None:
+                            self._flush(run_block, run_parts, run_parent, out)
+                        running, run_index, run_parent = True, ev.index, parent
+                        msg = self._current_message
+                        run_block = None if msg is None else self._by_index.get((msg, ev.index))
+                        run_parts = [piece]
+                        continue
+            if running:
+                if run_block is not None:
+                    self._flush(run_block, run_parts, run_parent, out)
+                running, run_block = False, None
+            self._frame(frame, lines, i, out)
+        if running and run_block is not None:
+            self._flush(run_block, run_parts, run_parent, out)
         return out
 
-    def _frame(self, frame: Any, raw: bytes, out: list[Output]) -> None:
+    def _flush(self, block: StreamedBlock, parts: list[str], parent: str | None,
+               out: list[Output]) -> None:
+        block.add(parts[0] if len(parts) == 1 else "".join(parts))
+        self._emit_block(self._current_message or "", block, out, _sub_meta(parent))
+
+    def _frame(self, frame: Any, lines: Lines[f.AnyFrame], i: int, out: list[Output]) -> None:
         kind = type(frame)
         if kind is f.StreamEvent:
             self._stream_event(frame, out)
-        elif kind is DriverAssistant:
+        elif kind is f.Assistant:
             self._assistant(frame, out)
         elif kind is f.User:
             self._user_frame(frame, out)
-        elif kind is DriverResult:
-            self._result(frame, raw, out)
-        elif kind is DriverSystem:
-            self._system(frame, raw, out)
+        elif kind is f.Result:
+            self._result(frame, lines.raw(i), out)
+        elif kind is f.System:
+            self._system(frame, lines.raw(i), out)
         elif kind is f.ControlRequest:
-            self._control_request(frame, raw, out)
+            self._control_request(frame, lines.raw(i), out)
         elif kind is f.ControlResponse:
-            self._control_response(frame, raw, out)
+            self._control_response(frame, lines.raw(i), out)
         elif kind is f.ControlCancelRequest:
             withdrawn = self._asks.pop(frame.request_id, None) is not None
             if self._permissions.pop(frame.request_id, None) is not None or withdrawn:
-                out.append(raw_event("permission_withdrawn", raw))
+                out.append(raw_event("permission_withdrawn", lines.raw(i)))
         elif kind is f.RateLimitEvent:
-            status = str(frame.rate_limit_info.get("status", ""))
-            if status == "rejected":
+            info = frame.rate_limit_info
+            if str(info.get("status", "")) == "rejected":
                 out.append(CapError(code="rate_limit", message="the agent's rate limit was hit",
-                                    retryable=True, details=frame.rate_limit_info))
-        elif kind is CommandLifecycle or kind is f.KeepAlive:
+                                    retryable=True, details=info))
+        elif kind is f.CommandLifecycle or kind is f.KeepAlive:
             pass
-        else:
-            out.append(raw_event("unhandled_frame", raw))
+        elif kind is BadLine:
+            size = frame.size or len(frame.raw)
+            out.append(CapError(
+                code="parse_failed", message=f"unreadable line from the agent: {frame.reason}",
+                details={"raw": frame.raw[:RAW_LIMIT].decode("utf-8", errors="replace"),
+                         "size": size}))
+        elif kind is Unknown:
+            out.append(raw_event(frame.reason, frame.raw))
+        else:  # a frame only the other direction sends (cap.session.config)
+            out.append(raw_event("unhandled_frame", lines.raw(i)))
 
     # -- text, thinking and tool calls --
     def _stream_event(self, frame: f.StreamEvent, out: list[Output]) -> None:
@@ -300,21 +373,12 @@ class StreamJsonDriver:
         msg = self._current_message
         if msg is None:
             return
-        meta = _sub_meta(frame.parent_tool_use_id)
         if kind is f.ContentBlockDelta:
-            block = self._by_index.get((msg, ev.index))
-            if block is None:
-                return
             delta = ev.delta
-            dkind = type(delta)
-            if dkind is f.TextDelta:
-                block.add(delta.text)
-                self._emit_block(msg, block, out, meta)
-            elif dkind is f.ThinkingDelta:
-                block.add(delta.thinking)
-                self._emit_block(msg, block, out, meta)
-            elif dkind is f.InputJsonDelta:
-                block.partial_json += delta.partial_json
+            block = self._by_index.get((msg, ev.index))
+            if block is not None and type(delta) is f.InputJsonDelta:
+                block.json_parts.append(delta.partial_json)
+            # text/thinking deltas are the hot loop's (R2); signatures carry nothing for CAP
         elif kind is f.ContentBlockStart:
             cb = ev.content_block
             block = StreamedBlock(type=cb.__struct_config__.tag)  # type: ignore[arg-type]
@@ -326,11 +390,15 @@ class StreamJsonDriver:
             block = self._by_index.get((msg, ev.index))
             if block is not None and block.tool_id and block.tool_id not in self._tools_started:
                 # No assistant frame confirmed it (an older CLI): start from the streamed input.
+                streamed = block.partial_json
                 try:
-                    args = msgspec.json.decode(block.partial_json or "{}")
+                    args = msgspec.json.decode(streamed or "{}")
                 except msgspec.DecodeError:
-                    args = {"_partial_json": block.partial_json}
-                self._start_tool(block.tool_id, block.tool_name or "", args, out, meta)
+                    args = None
+                if not isinstance(args, dict):
+                    args = {"_partial_json": streamed}
+                self._start_tool(block.tool_id, block.tool_name or "", args, out,
+                                 _sub_meta(frame.parent_tool_use_id))
 
     def _emit_block(self, msg: str, block: StreamedBlock, out: list[Output],
                     meta: dict[str, Any] | None) -> None:
@@ -342,7 +410,7 @@ class StreamJsonDriver:
         else:
             out.append(TextChunk(message_id=msg, text=piece, meta=meta))
 
-    def _assistant(self, frame: DriverAssistant, out: list[Output]) -> None:
+    def _assistant(self, frame: f.Assistant, out: list[Output]) -> None:
         message = frame.message
         if frame.is_api_error_message or frame.error:
             text = "".join(b.text for b in message.content if isinstance(b, f.TextBlock))
@@ -367,10 +435,10 @@ class StreamJsonDriver:
                 kind = "text" if isinstance(content, f.TextBlock) else "thinking"
                 same = known is not None and known.type == kind
                 block = known if same else StreamedBlock(type=kind)  # type: ignore[assignment]
-                # Complete what the deltas missed; never repeat what they gave.
+                # Complete what the deltas missed; never repeat what they gave (R3).
                 if full.startswith(block.text[:block.emitted]):
                     block.replace(full)
-                    self._emit_block(msg, block, out, meta)
+                    self._emit_block(msg, block, out, meta)  # type: ignore[arg-type]
             elif isinstance(content, f.ToolUseBlock | f.ServerToolUseBlock):
                 self._start_tool(content.id, content.name, content.input, out, meta)
 
@@ -396,26 +464,24 @@ class StreamJsonDriver:
                 elif isinstance(block, f.TextBlock):
                     notices.append(block.text)
         if notices and frame.uuid not in self._sent:
-            # Interrupt notices, local command output: the agent speaking as the system.
+            # Interrupt notices, local command output: the agent speaking as the system (R6).
             out.append(TextChunk(message_id=frame.uuid or "user", text="\n".join(notices),
                                  channel="system", meta=meta))
 
     # -- end of turn --
-    def _result(self, frame: DriverResult, raw: bytes, out: list[Output]) -> None:
+    def _result(self, frame: f.Result, raw: bytes, out: list[Output]) -> None:
         live = self._closes(frame)
         if not live:
             out.append(raw_event("duplicate_result", raw))
             return
         for uuid in live:
             self._pending_turns.remove(uuid)
-            self._finished.append(uuid)
         self._last_result_key = _result_key(frame)
         self._last_result_uuid = frame.uuid
         stop: StopReason = frame.stop_reason if frame.stop_reason in _STOP_REASONS else "end_turn"  # type: ignore[assignment]
         aborted = (frame.subtype == "error_during_execution"
                    or (frame.terminal_reason or "").startswith("aborted"))
-        interrupted = self._interrupting and aborted
-        if interrupted:
+        if self._interrupting and aborted:
             stop = "cancelled"
         elif frame.is_error or frame.subtype != "success":
             stop = "error"
@@ -429,26 +495,26 @@ class StreamJsonDriver:
         self._turn_error_reported = False
         out.extend(TurnEnded(stop) for _ in live)
 
-    def _closes(self, frame: DriverResult) -> list[str]:
+    def _closes(self, frame: f.Result) -> list[str]:
         """Which of our prompts this result ends (empty: it is a duplicate)."""
         covered = list(frame.user_message_uuids or ())
         if not covered and frame.user_message_uuid:
             covered = [frame.user_message_uuid]
         ours = [u for u in covered if u in self._sent]
         if ours:
-            return [u for u in ours if u in self._pending_turns]
+            return [u for u in dict.fromkeys(ours) if u in self._pending_turns]
         # No usable uuids (an older CLI, or an agent that ignores them): the oldest
         # running turn — unless this is the previous result repeated.
         if not self._pending_turns or self._repeats_last(frame):
             return []
         return [self._pending_turns[0]]
 
-    def _repeats_last(self, frame: DriverResult) -> bool:
+    def _repeats_last(self, frame: f.Result) -> bool:
         if frame.uuid is not None and frame.uuid == self._last_result_uuid:
             return True
         return _result_key(frame) == self._last_result_key
 
-    def _result_error(self, frame: DriverResult) -> CapError | None:
+    def _result_error(self, frame: f.Result) -> CapError | None:
         text = frame.result or "; ".join(frame.errors or ()) or frame.subtype
         details: dict[str, Any] = {"subtype": frame.subtype}
         if frame.terminal_reason:
@@ -465,7 +531,7 @@ class StreamJsonDriver:
         return CapError(code=code, message=text, details=details,
                         retryable=code in ("rate_limit", "model_unavailable"))
 
-    def _usage(self, frame: DriverResult, stop: StopReason) -> Usage:
+    def _usage(self, frame: f.Result, stop: StopReason) -> Usage:
         usage = frame.usage
         cost = 0.0
         if frame.total_cost_usd is not None:
@@ -480,7 +546,7 @@ class StreamJsonDriver:
                      output_tokens=usage.output_tokens,
                      cache_read_tokens=usage.cache_read_input_tokens,
                      cache_creation_tokens=usage.cache_creation_input_tokens,
-                     thinking_tokens=details.thinking_tokens if details else 0,
+                     thinking_tokens=details.thinking_tokens if details else 0,  # UNSET: falsy
                      cost_usd_estimate=cost, duration_ms=frame.duration_ms, stop_reason=stop)
 
     def _end_of_turns(self) -> None:
@@ -493,7 +559,7 @@ class StreamJsonDriver:
         self._permissions.clear()
 
     # -- system and control --
-    def _system(self, frame: DriverSystem, raw: bytes, out: list[Output]) -> None:
+    def _system(self, frame: f.System, raw: bytes, out: list[Output]) -> None:
         sub = frame.subtype
         if sub == "init":
             self.model = frame.model or self.model
@@ -540,7 +606,7 @@ class StreamJsonDriver:
         if isinstance(decoded, f.CanUseTool):
             self._can_use_tool(frame.request_id, decoded, out)
             return
-        # Hooks, SDK MCP servers, anything else: trio-cap registered none of them.
+        # Hooks, SDK MCP servers, anything else: trio-cap registered none of them (R14).
         subtype = decoded if isinstance(decoded, str) else decoded.__struct_config__.tag
         out.append(raw_event("unsupported_control_request", raw))
         body = f.ResponseBody(subtype="error", request_id=frame.request_id,
@@ -549,21 +615,22 @@ class StreamJsonDriver:
 
     def _can_use_tool(self, req_id: str, req: f.CanUseTool, out: list[Output]) -> None:
         if req.tool_name == ASK_TOOL and (ask := ask_from_tool(req_id, req.input)) is not None:
-            # Claude Code asks the user through a tool: to CAP that is an ask, not a permission
+            # Claude Code asks the user through a tool: to CAP that is an ask (R12)
             self._asks[req_id] = req.input
             out.append(ask)
             return
         self._permissions[req_id] = PendingPermission(req.input, req.permission_suggestions)
-        scope = tool_scope(req.tool_name)
         details = {k: v for k, v in (("tool_use_id", req.tool_use_id),
                                      ("description", req.description),
                                      ("blocked_path", req.blocked_path),
                                      ("decision_reason", req.decision_reason),
                                      ("title", req.title)) if v}
-        out.append(PermissionRequest(
-            req_id=req_id, tool=req.tool_name, intent=req.input, scope=scope,
-            risk_level=infer_risk(req.tool_name, req.input, scope, self.cwd),
-            meta={"stream_json": details} if details else None))
+        meta: dict[str, Any] = {"stream_json": details} if details else {}
+        claimed = (req.meta or {}).get(AGENT_RISK)
+        if claimed in _RISKS:
+            meta[AGENT_RISK] = claimed  # passed through untouched; the session rates (R13)
+        out.append(PermissionRequest(req_id=req_id, tool=req.tool_name, intent=req.input,
+                                     scope=tool_scope(req.tool_name), meta=meta or None))
 
     def _control_response(self, frame: f.ControlResponse, raw: bytes, out: list[Output]) -> None:
         body = frame.response
@@ -579,7 +646,9 @@ class StreamJsonDriver:
             return
         self.state = DriverState.READY
         info = body.response if isinstance(body.response, dict) else {}
-        self.agent_version = info.get("claude_code_version") or self.agent_version
+        version = info.get("claude_code_version")
+        if isinstance(version, str):
+            self.agent_version = version
         meta = {k: info[k] for k in ("claude_code_version", "pid", "current_permission_mode")
                 if k in info}
         out.append(CapSessionReady(session_id=self.session_id,
@@ -592,6 +661,6 @@ def _sub_meta(parent_tool_use_id: str | None) -> dict[str, Any] | None:
         else None
 
 
-def _result_key(frame: DriverResult) -> tuple[Any, ...]:
+def _result_key(frame: f.Result) -> tuple[Any, ...]:
     return (frame.subtype, frame.total_cost_usd, frame.duration_ms, frame.num_turns,
             frame.result)

@@ -28,7 +28,8 @@ class StreamedBlock:
     emitted: int = 0
     tool_id: str | None = None
     tool_name: str | None = None
-    partial_json: str = ""
+    json_parts: list[str] = attrs.Factory(list)
+    """A tool call's streamed input, as its deltas (joined once, at the block's stop)."""
 
     @property
     def text(self) -> str:
@@ -43,6 +44,10 @@ class StreamedBlock:
     def replace(self, full: str) -> None:
         self.parts = [full]
         self.length = len(full)
+
+    @property
+    def partial_json(self) -> str:
+        return "".join(self.json_parts)
 
     def unemitted(self) -> str:
         """What has not been emitted yet; usually just the last delta."""

@@ -6,6 +6,11 @@ side (driving real ``claude``) decodes what the CLI prints, with the same
 classes — so what our agent encodes is exactly what our driver decodes.
 Shapes follow ``stream-json.md`` §2–§3 (observed on the wire, CLI 2.1.332).
 
+There is one decoder for the wire (:func:`decode_frame`, and
+:func:`decode_frames` for many lines at once): the frames below carry the
+fields either reader needs (the driver's ``result`` uuids, API-error markers,
+``api_retry`` details included), so no second union exists anywhere.
+
 Unknown fields are ignored on decode (the CLI adds fields often); fields that
 the official SDK parsers *require* are required here too, so we cannot encode
 a frame they would reject.  ``omit_defaults`` keeps optional fields off the
@@ -252,6 +257,8 @@ class CanUseTool(Request, tag="can_use_tool"):
     title: str | None = None
     agent_id: str | None = None
     permission_suggestions: list[dict[str, Any]] | None = None
+    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    """CAP extension: an agent that rates its own calls puts ``cap.agent_risk`` here."""
 
 
 class HookCallback(Request, tag="hook_callback"):
@@ -320,6 +327,19 @@ class ModelUsage(msgspec.Struct, kw_only=True):
     web_search_requests: int = msgspec.field(default=0, name="webSearchRequests")
     cost_usd: float = msgspec.field(default=0.0, name="costUSD")
     context_window: int = msgspec.field(default=200_000, name="contextWindow")
+
+
+class OutputDetails(msgspec.Struct, kw_only=True):
+    thinking_tokens: int = 0
+
+
+class ResultUsage(MessageUsage, kw_only=True):
+    """``result.usage``: this turn's tokens (thinking ones inside ``output_tokens_details``).
+
+    The details are ``UNSET`` when absent, so a decoded result re-encodes byte for byte.
+    """
+
+    output_tokens_details: OutputDetails | msgspec.UnsetType = msgspec.UNSET
 
 
 class PermissionDenial(msgspec.Struct, kw_only=True):
@@ -399,12 +419,17 @@ class User(Frame, tag="user"):
 
 
 class Assistant(Frame, tag="assistant"):
+    """``is_api_error_message`` marks the CLI's synthetic text for a failed API call."""
+
     message: AssistantMessage
     session_id: str | None = None
     parent_tool_use_id: str | None = None
     uuid: str | None = None
     error: str | None = None
     user_message_uuid: str | None = None
+    is_api_error_message: bool = False
+    api_error_status: int | None = None
+    api_error_type: str | None = None
 
 
 class System(Frame, tag="system"):
@@ -433,6 +458,12 @@ class System(Frame, tag="system"):
     message: str | None = None
     # system/session_state_changed
     state: str | None = None
+    # system/api_retry
+    attempt: int | None = None
+    max_retries: int | None = None
+    retry_delay_ms: float | None = None
+    error_status: int | None = None
+    error: Any = None
     # CAP extensions (subtype cap.*)
     cap: Any = None
 
@@ -455,12 +486,15 @@ class Result(Frame, tag="result"):
     stop_reason: str | None = None
     terminal_reason: str | None = None
     total_cost_usd: float | None = None
-    usage: MessageUsage | None = None
+    usage: ResultUsage | None = None
     model_usage: dict[str, ModelUsage] | None = msgspec.field(default=None, name="modelUsage")
     permission_denials: list[PermissionDenial] | None = None
     errors: list[str] | None = None
     uuid: str | None = None
     user_message_uuid: str | None = None
+    user_message_uuids: list[str] | None = None
+    """Every prompt this result closes (queued prompts are merged into one turn)."""
+    api_error_status: int | None = None
     meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
 
 
@@ -487,6 +521,35 @@ class RateLimitEvent(Frame, tag="rate_limit_event"):
     session_id: str | None = None
 
 
+class CommandLifecycle(Frame, tag="command_lifecycle"):
+    """queued → started → completed for a user frame that carried a ``uuid`` (2.1.332)."""
+
+    command_uuid: str | None = None
+    state: str | None = None
+    uuid: str | None = None
+    session_id: str | None = None
+
+
+class PromptMessage(msgspec.Struct, kw_only=True):
+    """The ``message`` of a prompt the driver writes, ``role`` always written.
+
+    Real Claude Code 2.1.332 exits with "Expected message role 'user', got
+    'undefined'" when ``role`` is missing.
+    """
+
+    role: str = "user"
+    content: Any
+
+
+class Prompt(msgspec.Struct, tag_field="type", tag="user", kw_only=True):
+    """A user frame the driver writes (encode only): a uuid on every prompt, to match results."""
+
+    message: PromptMessage
+    session_id: str = ""
+    parent_tool_use_id: str | None = None
+    uuid: str
+
+
 class CapSessionConfig(Frame, tag="cap.session.config"):
     """CAP extension, host → agent: the CAP §7.10 config as the first frame."""
 
@@ -503,7 +566,7 @@ class CapSessionConfig(Frame, tag="cap.session.config"):
 
 AnyFrame = (
     User | Assistant | System | StreamEvent | Result | ControlRequest | ControlResponse
-    | ControlCancelRequest | KeepAlive | RateLimitEvent | CapSessionConfig
+    | ControlCancelRequest | KeepAlive | RateLimitEvent | CommandLifecycle | CapSessionConfig
 )
 
 FRAME_TYPES: frozenset[str] = frozenset(
@@ -516,6 +579,7 @@ class _TypeOnly(msgspec.Struct):
 
 
 _decoder = msgspec.json.Decoder(AnyFrame)
+_array_decoder = msgspec.json.Decoder(list[AnyFrame])
 _type_decoder = msgspec.json.Decoder(_TypeOnly)
 encoder = msgspec.json.Encoder()
 
@@ -542,6 +606,15 @@ def decode_frame(line: bytes | str) -> AnyFrame:
         if kind and kind not in FRAME_TYPES:
             raise UnknownFrame(kind) from None
         raise
+
+
+def decode_frames(array: bytes) -> list[AnyFrame]:
+    """Many frames from one JSON array (an NDJSON block's lines joined by the reader).
+
+    Raises like :func:`decode_frame` for the first bad element, without saying
+    which: the caller goes line by line then.
+    """
+    return _array_decoder.decode(array)
 
 
 _request_types: dict[str, type[Request]] = {
