@@ -162,6 +162,13 @@ class BridgeCore:
                 accepted = await _quietly(session.inject(frame.text))
                 if accepted is None or accepted.turn is None:  # refused (budget, or gone)
                     self._open_turns -= 1
+                    ended = self._ended_reason(session)
+                    if ended is not None:
+                        # the driven session is over: the bridge ends with it and the agent
+                        # side fails the open turn with this reason (then exits 1)
+                        self._failure = ended
+                        nursery.cancel_scope.cancel()
+                        return
                     await self._emit([TurnEnded("error")])
             elif isinstance(frame, Cancel):
                 if frame.scope == "session":
@@ -286,6 +293,16 @@ class BridgeCore:
         if tool in _WIRE_SHAPED and "file_path" in data and self.config is not None:
             return agent_policy.from_wire(tool, data, self.config.cwd), True
         return data, False
+
+    def _ended_reason(self, session: Session) -> str | None:
+        """Why the driven session ended, from its terminal event in the log (None: it has
+        not; a refusal then is the session's own, e.g. its budget, logged as a cap.error)."""
+        if self.orch is None:
+            return None
+        for env in reversed(self.orch.log.read(1, session.id)):
+            if isinstance(env.event, TERMINAL_EVENTS):
+                return _ending(self.agent, env.event)
+        return None
 
     def _binding(self, session: Session) -> str | None:
         view = session.view
