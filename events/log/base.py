@@ -17,14 +17,11 @@ import trio
 from trio_cap.events.clock import Clock, SystemClock
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import Event
+from trio_cap.events.log.errors import LogWriteError  # noqa: F401 - re-exported
 
 
 class LogClosed(Exception):
     """Append after close."""
-
-
-class LogWriteError(Exception):
-    """The backend could not store a batch; nothing from that batch was acknowledged."""
 
 
 class EventLog(ABC):
@@ -44,12 +41,20 @@ class EventLog(ABC):
     def _envelopes(
         self, events: Iterable[Event], stream: str, cause: int | None
     ) -> list[Envelope]:
+        """Number a batch and reserve its seqs — only once the backend accepted it.
+
+        Numbering, :meth:`_accept` and the reservation run without a
+        checkpoint between them, so concurrent appenders cannot interleave,
+        and a batch the backend refuses leaves no seq gap behind.
+        """
         if self._closed:
             raise LogClosed("the event log is closed")
         at = self._clock.now()
         seq = self._next_seq
         envs = [Envelope(seq + i, at, stream, cause, ev) for i, ev in enumerate(events)]
-        self._next_seq = seq + len(envs)
+        if envs:
+            self._accept(envs)
+            self._next_seq = seq + len(envs)
         return envs
 
     async def append(
@@ -57,7 +62,10 @@ class EventLog(ABC):
     ) -> int:
         """Store a batch; returns the last seq once the batch is acknowledged.
 
-        An empty batch is a no-op that returns the current last seq.
+        An empty batch is a no-op that returns the current last seq.  A batch
+        the backend refuses (:class:`~trio_cap.events.log.errors.EventRejected`)
+        raises before anything is stored; other write failures raise
+        :class:`LogWriteError` and the log takes no further appends.
         """
         envs = self._envelopes(events, stream, cause)
         if not envs:
@@ -65,6 +73,9 @@ class EventLog(ABC):
             return self._visible_seq
         await self._store(envs)
         return envs[-1].seq
+
+    def _accept(self, envs: list[Envelope]) -> None:  # noqa: B027 - optional hook
+        """Check (and, for a file, encode) a batch before its seqs are reserved; may raise."""
 
     @abstractmethod
     async def _store(self, envs: list[Envelope]) -> None: ...

@@ -6,21 +6,30 @@ Durability policies (``fsync``):
   Concurrent appenders share one write+fsync (group commit): whoever finds no
   flush running becomes the leader and flushes everything queued so far.
 * ``batch`` (default) — acknowledged after ``write()`` reaches the OS, so a
-  crash of this process loses nothing; fsync runs once a megabyte or a fifth of
-  a second has accumulated, and on close.
+  crash of this process (kill -9 included) loses nothing; fsync runs once a
+  megabyte or a fifth of a second has accumulated, and on close.
 * ``never`` — like ``batch`` without fsync (the OS decides).
 
-On open the file is scanned; a torn or corrupt tail is cut off and reported
-(``recovered``), and a ``log.recovered`` event records the cut in the log
-itself.  A bad record with good records after it is not a tail: the log
-refuses to open rather than drop acknowledged events.
+Opening scans the file incrementally (:mod:`.scan`; never the whole file in
+memory).  A writer cuts only a *provably* torn final append — reported as
+``recovered`` and recorded as a ``log.recovered`` event; any other damage
+raises :class:`LogCorrupted` and the file is left untouched.  A read-only
+open never cuts: it steps over damage, reports every span in ``damage``, and
+reads show ``log.lost`` placeholders for seqs the damage destroyed.
+
+Appends are all-or-nothing: a batch is encoded before its seqs are reserved
+(an oversized event raises :class:`EventTooLarge`, the log goes on), and a
+failed write raises :class:`LogWriteError` and stops all further appends, so
+nothing is ever written after a hole.
 """
 
 from __future__ import annotations
 
 import bisect
 import fcntl
+import functools
 import os
+import stat
 import time
 from array import array
 from collections.abc import Iterator
@@ -32,23 +41,23 @@ import trio
 from trio_cap.events.clock import Clock
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import LogRecovered
-from trio_cap.events.log.base import EventLog, LogWriteError
+from trio_cap.events.log.base import EventLog
+from trio_cap.events.log.errors import LogCorrupted, LogFormatError, LogWriteError
 from trio_cap.events.log.records import (
     HEADER_SIZE,
     MAGIC,
-    LogCorrupted,
-    LogFormatError,
-    decode_records,
+    decode_payload,
     encode_into,
-    record_length,
-    scan,
+    lost_envelopes,
 )
+from trio_cap.events.log.scan import END, NEED_DATA, Damage, Finding, Record, Scanner, SeqGap
 
 FsyncPolicy = Literal["always", "batch", "never"]
 FSYNC_POLICIES: tuple[str, ...] = ("always", "batch", "never")
 
 _RECENT_KEEP = 65536
 _READ_CHUNK = 4 * 1024 * 1024
+_HOLE = -1  # an index entry with this offset stands for seqs no record holds
 
 
 @attrs.frozen
@@ -60,6 +69,25 @@ class Recovery:
 
 class LogLocked(Exception):
     """Another process has this log open for writing."""
+
+
+def scan_file(fd: int, size: int, scanner: Scanner) -> Iterator[Finding]:
+    """Drive ``scanner`` over the file's first ``size`` bytes, reading a few MiB at a time."""
+    while True:
+        found = scanner.next_event()
+        if found is NEED_DATA:
+            at = scanner.fed_to
+            n = min(max(_READ_CHUNK, scanner.want - at), size - at)
+            scanner.feed(os.pread(fd, n, at) if n > 0 else b"")
+            continue
+        if found is END:
+            return
+        yield found
+
+
+def describe_gap(gap: SeqGap) -> str:
+    return f"seqs {gap.from_seq}–{gap.to_seq} are missing (the next record starts at byte " \
+           f"{gap.at_offset})"
 
 
 class FileEventLog(EventLog):
@@ -81,8 +109,10 @@ class FileEventLog(EventLog):
         self.readonly = readonly
         self._batch_bytes = batch_bytes
         self._batch_seconds = batch_seconds
-        self._offsets = array("q")  # start of each record
+        self._offsets = array("q")  # start of each record (_HOLE: a gap in the seqs)
+        self._lengths = array("q")  # payload bytes of each record
         self._firsts = array("q")  # first seq in each record
+        self._hole_reasons: dict[int, str] = {}  # first seq of a hole -> why it is lost
         self._recent: list[Envelope] = []
         self._recent_base = 1  # seq of self._recent[0]
         self._pending = bytearray()
@@ -92,8 +122,17 @@ class FileEventLog(EventLog):
         self._unsynced = 0
         self._last_sync = time.monotonic()
         self._failed: BaseException | None = None
+        self._end = 0
         self.recovered: Recovery | None = None
+        """The torn final append a writer cut (or a reader would cut)."""
+        self.damage: list[Damage | SeqGap] = []
+        """Everything a read-only open stepped over, in file order."""
         self._fd = self._open()
+
+    @classmethod
+    async def open(cls, path: str | os.PathLike[str], **options) -> FileEventLog:
+        """Open in a worker thread: the open-time scan reads the whole file."""
+        return await trio.to_thread.run_sync(functools.partial(cls, path, **options))
 
     # ---- opening -------------------------------------------------------
     def _open(self) -> int:
@@ -101,6 +140,9 @@ class FileEventLog(EventLog):
         fd = os.open(self.path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
         self._fd = fd
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                message = f"{self.path} is not a regular file, so it cannot hold an event log"
+                raise LogFormatError(message) if self.readonly else LogWriteError(message)
             if not self.readonly:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -109,6 +151,11 @@ class FileEventLog(EventLog):
                         f"{self.path} is open for writing by another process"
                     ) from None
             self._load(fd)
+        except OSError as exc:
+            os.close(fd)
+            if self.readonly:
+                raise
+            raise LogWriteError(f"{self.path}: cannot prepare the log: {exc}") from exc
         except BaseException:
             os.close(fd)
             raise
@@ -118,45 +165,58 @@ class FileEventLog(EventLog):
         size = os.fstat(fd).st_size
         head = os.pread(fd, len(MAGIC), 0)
         if size == 0 or (len(head) < len(MAGIC) and MAGIC.startswith(head)):
+            self._end = len(MAGIC)
             if not self.readonly:
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, MAGIC, 0)
-                self._end = len(MAGIC)
                 if size:
                     self._note_recovery(size, 0, len(MAGIC), "torn file header")
-            else:
-                self._end = len(MAGIC)
             return
         if head != MAGIC:
             raise LogFormatError(f"{self.path} is not a trio-cap event log (bad magic header)")
-        data = _read_all(fd, len(MAGIC), size - len(MAGIC))
-        result = scan(data, base=len(MAGIC))
-        self._offsets.extend(span.offset for span in result.spans)
-        self._firsts.extend(span.first_seq for span in result.spans)
-        self._end = result.good_end
-        count = result.spans[-1].first_seq + result.spans[-1].count - 1 if result.spans else 0
-        if count:
-            self._next_seq = self._recent_base = count + 1
-            self._visible_seq = count
-        if result.bad_detail is not None:
-            self._check_tail_is_tail(data, result.good_end - len(MAGIC), count + 1, result)
-            if self.readonly:
-                dropped = size - result.good_end
-                self.recovered = Recovery(dropped, result.good_end, result.bad_detail)
+        torn: Damage | None = None
+        for found in scan_file(fd, size, Scanner()):
+            if isinstance(found, Record):
+                self._index(found.offset, found.length, found.first_seq)
+                self._end = found.end
+                self._visible_seq = found.last_seq
+            elif isinstance(found, SeqGap):
+                self.damage.append(found)
+                self._index(_HOLE, 0, found.from_seq)
+                self._hole_reasons[found.from_seq] = self._hole_reason(found)
+            elif found.torn:
+                torn = found
             else:
-                dropped = size - result.good_end
-                self._note_recovery(dropped, result.good_end, result.good_end, result.bad_detail)
+                self.damage.append(found)
+        if self._end < len(MAGIC):
+            self._end = len(MAGIC)
+        self._next_seq = self._recent_base = self._visible_seq + 1
+        if self.damage and not self.readonly:
+            self._refuse(self.damage)
+        if torn is not None:
+            if self.readonly:
+                self.damage.append(torn)
+                self.recovered = Recovery(size - torn.start, torn.start, torn.detail)
+            else:
+                self._note_recovery(size - torn.start, torn.start, torn.start, torn.detail)
 
-    def _check_tail_is_tail(self, data: bytes, rel: int, seq: int, result) -> None:
-        """A corrupt record followed by a clean run of records to EOF is mid-log damage."""
-        if len(data) - rel < HEADER_SIZE:
-            return
-        length = record_length(data, rel)
-        nxt = rel + HEADER_SIZE + length
-        if length > 0 and nxt < len(data):
-            rest = scan(memoryview(data)[nxt:], next_seq=None)
-            if rest.spans and rest.bad_detail is None:
-                raise LogCorrupted(self.path, result.good_end, seq, result.bad_detail)
+    def _hole_reason(self, gap: SeqGap) -> str:
+        spans = [d for d in self.damage if isinstance(d, Damage)]
+        where = f"damaged bytes {spans[-1].start}–{spans[-1].end}" if spans else "no record"
+        return f"lost to damage in {self.path} ({where})"
+
+    def _refuse(self, problems: list[Damage | SeqGap]) -> None:
+        first = problems[0]
+        if isinstance(first, SeqGap):
+            raise LogCorrupted(self.path, first.at_offset, first.from_seq - 1,
+                               describe_gap(first), more=len(problems) - 1)
+        raise LogCorrupted(self.path, first.start, first.after_seq, first.detail,
+                           more=len(problems) - 1)
+
+    def _index(self, offset: int, length: int, first: int) -> None:
+        self._offsets.append(offset)
+        self._lengths.append(length)
+        self._firsts.append(first)
 
     def _note_recovery(self, dropped: int, at_offset: int, keep: int, detail: str) -> None:
         """Cut the file to ``keep`` bytes and record the cut as the log's next event."""
@@ -164,17 +224,25 @@ class FileEventLog(EventLog):
         self._end = keep
         self.recovered = Recovery(dropped, at_offset, detail)
         env = self._envelopes([LogRecovered(dropped_bytes=dropped, at_offset=at_offset)], "", None)
-        self._buffer(env)
         self._write_pending_sync()
         os.fsync(self._fd)
         self._publish(env[-1].seq)
 
     # ---- writing -------------------------------------------------------
-    def _buffer(self, envs: list[Envelope]) -> None:
+    def _accept(self, envs: list[Envelope]) -> None:
+        """Encode the batch first: a refused batch changes nothing and reserves no seq."""
+        if self._failed is not None:
+            raise LogWriteError(f"{self.path}: the log takes no more appends after an earlier "
+                                f"write failure ({self._failed})")
+        if self.readonly:
+            raise LogWriteError(f"{self.path} was opened read-only")
+        encoded = bytearray()
+        spans = encode_into(envs, encoded)
         base = self._end + len(self._pending)
-        for span in encode_into(envs, self._pending):
-            self._offsets.append(base + span.offset)
-            self._firsts.append(span.first_seq)
+        for span, nxt in zip(spans, [*spans[1:], None], strict=True):
+            end = nxt.offset if nxt else len(encoded)
+            self._index(base + span.offset, end - span.offset - HEADER_SIZE, span.first_seq)
+        self._pending += encoded
         self._pending_last_seq = envs[-1].seq
         self._recent.extend(envs)
         if len(self._recent) > 2 * _RECENT_KEEP:
@@ -190,27 +258,28 @@ class FileEventLog(EventLog):
                 while written < len(data):
                     written += os.pwrite(self._fd, view[written:], self._end + written)
         except OSError as exc:
-            data.clear()
-            self._fail(exc)
+            self._fail(exc)  # the log is dead: what stays pending is never written
         self._end += len(data)
         self._unsynced += len(data)
         data.clear()
 
-    def _fail(self, exc: BaseException) -> None:
+    def _fail(self, exc: BaseException, what: str = "write") -> None:
         """A failed write leaves the file at its last good end and refuses more appends."""
         self._failed = exc
         try:
             os.ftruncate(self._fd, self._end)
         except OSError:
-            pass
-        raise LogWriteError(f"{self.path}: write failed: {exc}") from exc
+            pass  # a partial record left behind is a torn final append: cut on reopen
+        raise LogWriteError(f"{self.path}: {what} failed: {_reason(exc)}; the log takes no "
+                            "more appends") from exc
+
+    async def _sync(self) -> None:
+        try:
+            await trio.to_thread.run_sync(os.fsync, self._fd)
+        except OSError as exc:
+            self._fail(exc, "fsync")
 
     async def _store(self, envs: list[Envelope]) -> None:
-        if self._failed is not None:
-            raise LogWriteError(f"{self.path}: log failed earlier: {self._failed}")
-        if self.readonly:
-            raise LogWriteError(f"{self.path} was opened read-only")
-        self._buffer(envs)
         if self.fsync_policy != "always":
             self._write_pending_sync()
             self._publish(envs[-1].seq)
@@ -220,12 +289,15 @@ class FileEventLog(EventLog):
             ):
                 self._unsynced = 0
                 self._last_sync = time.monotonic()
-                await trio.to_thread.run_sync(os.fsync, self._fd)
+                await self._sync()
             else:
                 await trio.lowlevel.checkpoint()
             return
         target = envs[-1].seq
         while self._visible_seq < target:
+            if self._failed is not None:
+                raise LogWriteError(f"{self.path}: write failed: {_reason(self._failed)}; "
+                                    "the log takes no more appends")
             if self._flushing:
                 await self._flushed.wait()
                 continue
@@ -244,6 +316,8 @@ class FileEventLog(EventLog):
             # Cancelled before the thread started: nothing was written.
             self._pending[:0] = data
             raise
+        except _SyncFailed as exc:
+            self._fail(exc.error, "fsync")
         except OSError as exc:
             self._fail(exc)
         finally:
@@ -259,7 +333,7 @@ class FileEventLog(EventLog):
                 if self._pending:
                     self._write_pending_sync()
                 if self.fsync_policy != "never":
-                    await trio.to_thread.run_sync(os.fsync, self._fd)
+                    await self._sync()
                 self._publish(self._next_seq - 1)
         finally:
             os.close(self._fd)
@@ -275,21 +349,31 @@ class FileEventLog(EventLog):
         return out
 
     def _record_end(self, index: int) -> int:
-        """File offset just past record ``index``."""
-        nxt = index + 1
-        return self._offsets[nxt] if nxt < len(self._offsets) else self._end
+        return self._offsets[index] + HEADER_SIZE + self._lengths[index]
 
     def _iter_file(self, from_seq: int, to_seq: int) -> Iterator[Envelope]:
-        """Envelopes from_seq..to_seq, read a few MiB of whole records at a time."""
-        first = bisect.bisect_right(self._firsts, from_seq) - 1
-        last = bisect.bisect_right(self._firsts, to_seq) - 1
-        i = first
+        """Envelopes from_seq..to_seq, reading a few MiB of adjacent whole records at a time."""
+        firsts, offsets = self._firsts, self._offsets
+        i = bisect.bisect_right(firsts, from_seq) - 1
+        last = bisect.bisect_right(firsts, to_seq) - 1
         while i <= last:
-            start = self._offsets[i]
-            k = bisect.bisect_left(self._offsets, start + _READ_CHUNK, lo=i + 1) - 1
-            k = max(i, min(k, last))
-            data = _read_all(self._fd, start, self._record_end(k) - start)
-            for batch in decode_records(data):
+            if offsets[i] == _HOLE:
+                to = firsts[i + 1] - 1 if i + 1 < len(firsts) else self._visible_seq
+                reason = self._hole_reasons.get(firsts[i], "lost")
+                yield from lost_envelopes(firsts[i], to, reason,
+                                          only=(max(firsts[i], from_seq), min(to, to_seq)))
+                i += 1
+                continue
+            k = i
+            while (k < last and offsets[k + 1] == self._record_end(k)
+                   and self._record_end(k + 1) - offsets[i] <= _READ_CHUNK):
+                k += 1
+            start = offsets[i]
+            data = memoryview(_read_all(self._fd, start, self._record_end(k) - start))
+            for j in range(i, k + 1):
+                body = offsets[j] - start + HEADER_SIZE
+                count = (firsts[j + 1] if j + 1 < len(firsts) else self._next_seq) - firsts[j]
+                batch = decode_payload(data[body : body + self._lengths[j]], firsts[j], count).envs
                 if batch[0].seq >= from_seq and batch[-1].seq <= to_seq:
                     yield from batch
                 else:
@@ -299,6 +383,12 @@ class FileEventLog(EventLog):
     @property
     def size(self) -> int:
         return self._end
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
 
 
 def _read_all(fd: int, offset: int, length: int) -> bytes:
@@ -313,9 +403,17 @@ def _read_all(fd: int, offset: int, length: int) -> bytes:
     return b"".join(chunks)
 
 
+class _SyncFailed(Exception):
+    def __init__(self, error: OSError) -> None:
+        self.error = error
+
+
 def _write_and_sync(fd: int, data: bytes, offset: int) -> None:
     view = memoryview(data)
     written = 0
     while written < len(data):
         written += os.pwrite(fd, view[written:], offset + written)
-    os.fsync(fd)
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        raise _SyncFailed(exc) from exc

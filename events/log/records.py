@@ -1,55 +1,69 @@
-"""Sans-io framing of the file log: bytes in, envelopes out, and back.
+"""Sans-io framing of the file log: envelopes to record bytes and back.
 
 File layout: an 8-byte magic header, then records.  A record holds one batch
 of consecutive envelopes — what one ``append`` acknowledged, split at
-:data:`MAX_BATCH` — because every hop in trio-cap moves batches, and one CRC
-and one msgpack call per batch cost far less than one per event::
+:data:`MAX_BATCH` events or :data:`MAX_RECORD` bytes — because every hop in
+trio-cap moves batches, and one CRC and one msgpack call per batch cost far
+less than one per event::
 
     u32 length | u32 crc32 | u64 first_seq | u32 count | payload (length bytes)
 
-``payload`` is the msgpack array of the batch's envelopes; the CRC covers
-``first_seq``, ``count`` and the payload, so the index can be rebuilt from
-headers alone.  Scanning stops at the first record that is short, oversized,
-fails its CRC or does not continue the previous record's seqs; what follows
-is the *tail* the caller decides about.
+``payload`` is the msgpack array of the batch's ``count`` envelopes, each a
+5-array ``[seq, at, stream, cause, event]`` whose seqs run ``first_seq`` …
+``first_seq + count - 1``; the CRC covers ``first_seq``, ``count`` and the
+payload.  Integers in the header are little-endian.
+
+Rules this module enforces:
+
+* encoding is all-or-nothing: a batch that cannot be encoded leaves the
+  buffer as it was, so no partial record or seq gap can follow;
+* a single event larger than :data:`MAX_RECORD` is refused
+  (:class:`EventTooLarge`) before any byte is written; a batch that is merely
+  large is split into more records;
+* a header is *plausible* only if its length and count are in range and the
+  payload's first bytes agree with it (array of ``count``, first envelope's
+  seq = ``first_seq``) — checked without decoding, so scans stay cheap;
+* decoding never raises: a record whose payload does not decode or disagrees
+  with its header becomes ``log.lost`` placeholders, an envelope this build
+  cannot decode becomes ``log.undecodable``, each with the problem described.
 """
 
 from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 
 import attrs
 import msgspec
 
 from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import LogLost, LogUndecodable
+from trio_cap.events.log.errors import (  # noqa: F401 - re-exported
+    EventRejected,
+    EventTooLarge,
+    LogCorrupted,
+    LogFormatError,
+)
 
 MAGIC = b"CAPLOG\x00\x02"
 HEADER = struct.Struct("<IIQI")
 HEADER_SIZE = HEADER.size
-_CRC_FROM = 8  # the CRC covers first_seq, count and the payload
+CRC_FROM = 8  # the CRC covers first_seq, count and the payload
 MAX_RECORD = 64 * 1024 * 1024
+"""Largest payload a record may hold (bytes)."""
 MAX_BATCH = 4096
+"""Most envelopes in one record."""
+MAX_TORN = HEADER_SIZE + MAX_RECORD
+"""A torn final append leaves at most one partial record: never this many bytes."""
+PREFIX_NEEDED = 13
+"""Payload bytes :func:`header_problem` looks at: array header, envelope header, seq."""
 
 _encoder = msgspec.msgpack.Encoder()
-_decoder = msgspec.msgpack.Decoder(list[Envelope])
-
-
-class LogFormatError(Exception):
-    """The file is not a trio-cap event log (wrong magic)."""
-
-
-class LogCorrupted(Exception):
-    """A bad record sits before valid ones: truncating would drop acknowledged events."""
-
-    def __init__(self, path: str, offset: int, seq: int, detail: str) -> None:
-        super().__init__(
-            f"{path}: record at byte {offset} (from seq {seq}) is corrupt ({detail}) and "
-            f"valid records follow it; refusing to truncate acknowledged events"
-        )
-        self.offset = offset
-        self.seq = seq
+_typed = msgspec.msgpack.Decoder(list[Envelope])
+_raws = msgspec.msgpack.Decoder(list[msgspec.Raw])
+_one = msgspec.msgpack.Decoder(Envelope)
+_loose = msgspec.msgpack.Decoder()
 
 
 @attrs.frozen
@@ -59,99 +73,212 @@ class RecordSpan:
     count: int
 
 
+# ---- encoding ----------------------------------------------------------------
+
+
 def encode_into(envelopes: Sequence[Envelope], buf: bytearray) -> list[RecordSpan]:
-    """Append the batch to ``buf`` as records; offsets are relative to ``buf``."""
-    spans = []
-    for i in range(0, len(envelopes), MAX_BATCH):
-        chunk = envelopes[i : i + MAX_BATCH]
-        start = len(buf)
-        body = start + HEADER_SIZE
-        _encoder.encode_into(chunk, buf, body)
-        length = len(buf) - body
-        if length > MAX_RECORD:
-            del buf[start:]
-            raise ValueError(f"a batch from seq {chunk[0].seq} encodes to {length} bytes "
-                             f"(max {MAX_RECORD})")
-        HEADER.pack_into(buf, start, length, 0, chunk[0].seq, len(chunk))
-        crc = zlib.crc32(memoryview(buf)[start + _CRC_FROM :])
-        struct.pack_into("<I", buf, start + 4, crc)
-        spans.append(RecordSpan(start, chunk[0].seq, len(chunk)))
+    """Append the batch to ``buf`` as records; offsets are relative to ``buf``.
+
+    All or nothing: on any error ``buf`` is left exactly as it was.
+    """
+    start = len(buf)
+    spans: list[RecordSpan] = []
+    try:
+        for i in range(0, len(envelopes), MAX_BATCH):
+            _encode_record(envelopes[i : i + MAX_BATCH], buf, spans)
+    except BaseException:
+        del buf[start:]
+        raise
     return spans
 
 
-@attrs.frozen
-class ScanResult:
-    spans: list[RecordSpan]
-    """Every complete, CRC-valid record, with absolute file offsets."""
-    good_end: int
-    """Offset just past the last good record: where a torn tail begins."""
-    bad_detail: str | None
-    """Why scanning stopped before the end, or None when it reached the end cleanly."""
+def _encode_record(chunk: Sequence[Envelope], buf: bytearray, spans: list[RecordSpan]) -> None:
+    start = len(buf)
+    body = start + HEADER_SIZE
+    try:
+        _encoder.encode_into(chunk, buf, body)
+    except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as exc:
+        del buf[start:]
+        first = chunk[0]
+        raise EventRejected(
+            f"event seq {first.seq}… ({first.kind}) cannot be stored: {exc}"
+        ) from None
+    length = len(buf) - body
+    if length <= MAX_RECORD:
+        HEADER.pack_into(buf, start, length, 0, chunk[0].seq, len(chunk))
+        crc = zlib.crc32(memoryview(buf)[start + CRC_FROM :])
+        struct.pack_into("<I", buf, start + 4, crc)
+        spans.append(RecordSpan(start, chunk[0].seq, len(chunk)))
+        return
+    del buf[start:]
+    if len(chunk) == 1:
+        env = chunk[0]
+        raise EventTooLarge(
+            f"a {env.kind} event encodes to {length:,} bytes; a log record holds at most "
+            f"{MAX_RECORD:,} bytes, so it was refused and nothing was logged"
+        )
+    half = len(chunk) // 2
+    _encode_record(chunk[:half], buf, spans)
+    _encode_record(chunk[half:], buf, spans)
 
 
-def scan(data: bytes | memoryview, base: int = 0, next_seq: int | None = 1) -> ScanResult:
-    """Walk records in ``data`` (which starts at file offset ``base``).
+def frame(first: int, count: int, payload: bytes | memoryview) -> bytes:
+    """A record around an already encoded payload (``cap log repair`` copies payloads verbatim)."""
+    header = bytearray(HEADER.pack(len(payload), 0, first, count))
+    crc = zlib.crc32(payload, zlib.crc32(memoryview(header)[CRC_FROM:]))
+    struct.pack_into("<I", header, 4, crc)
+    return bytes(header) + bytes(payload)
 
-    ``next_seq`` is the seq the first record must start at (None: any).
+
+# ---- header checks -----------------------------------------------------------
+
+
+def _msgpack_uint(view: memoryview, i: int) -> tuple[int, int] | None:
+    """(value, size) of the msgpack unsigned int at ``i``, None if it is not one or is cut."""
+    if i >= len(view):
+        return None
+    b = view[i]
+    if b < 0x80:
+        return b, 1
+    width = {0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8}.get(b)
+    if width is None or i + 1 + width > len(view):
+        return None
+    return int.from_bytes(view[i + 1 : i + 1 + width], "big"), 1 + width
+
+
+def header_problem(length: int, first: int, count: int, prefix: memoryview) -> str | None:
+    """Why this header cannot start a record, or None.
+
+    ``prefix`` is the payload's first bytes (up to :data:`PREFIX_NEEDED`).
     """
-    view = memoryview(data)
-    size = len(view)
-    pos = 0
-    spans: list[RecordSpan] = []
-    unpack_from = HEADER.unpack_from
-    crc32 = zlib.crc32
-    detail = None
-    while pos < size:
-        if size - pos < HEADER_SIZE:
-            detail = "truncated record header"
-            break
-        length, crc, first, count = unpack_from(view, pos)
-        if length == 0 or length > MAX_RECORD or count == 0:
-            detail = f"implausible record header (length {length}, count {count})"
-            break
-        end = pos + HEADER_SIZE + length
-        if end > size:
-            detail = "truncated record body"
-            break
-        if crc32(view[pos + _CRC_FROM : end]) != crc:
-            detail = "CRC mismatch"
-            break
-        if next_seq is not None and first != next_seq:
-            detail = f"record starts at seq {first}, expected {next_seq}"
-            break
-        spans.append(RecordSpan(base + pos, first, count))
-        next_seq = first + count
-        pos = end
-    return ScanResult(spans, base + pos, detail)
+    if not 0 < length <= MAX_RECORD:
+        return f"implausible record length {length}"
+    if not 0 < count <= MAX_BATCH:
+        return f"implausible event count {count}"
+    if first < 1:
+        return f"implausible first seq {first}"
+    if count < 16:
+        array, pos = (0x90 | count).to_bytes(1, "big"), 1
+    else:
+        array, pos = b"\xdc" + count.to_bytes(2, "big"), 3
+    if bytes(prefix[:pos]) != array[: len(prefix)]:
+        return f"the payload does not hold the {count} events its header says"
+    if len(prefix) > pos and prefix[pos] != 0x95:
+        return "the payload does not start with an envelope"
+    seq = _msgpack_uint(prefix, pos + 1)
+    if seq is not None and seq[0] != first:
+        return f"the header says seq {first} but the payload starts at seq {seq[0]}"
+    if seq is None and len(prefix) >= PREFIX_NEEDED:
+        return "the payload's first seq is not a number"
+    return None
 
 
-def record_length(data: bytes | memoryview, offset: int) -> int:
-    return HEADER.unpack_from(data, offset)[0]
+def record_problem(view: memoryview, i: int) -> str | None:
+    """Why the complete record at ``i`` of ``view`` is not valid (None: it is)."""
+    length, crc, first, count = HEADER.unpack_from(view, i)
+    body = i + HEADER_SIZE
+    problem = header_problem(length, first, count, view[body : body + min(length, PREFIX_NEEDED)])
+    if problem:
+        return problem
+    if body + length > len(view):
+        return "truncated record body"
+    if zlib.crc32(view[i + CRC_FROM : body + length]) != crc:
+        return "CRC mismatch"
+    return None
 
 
-def decode_records(data: bytes | memoryview) -> Iterator[list[Envelope]]:
-    """Decode consecutive records already validated by :func:`scan`, a batch at a time."""
-    view = memoryview(data)
-    pos = 0
-    size = len(view)
-    unpack_from = HEADER.unpack_from
-    decode = _decoder.decode
-    while pos < size:
-        length = unpack_from(view, pos)[0]
-        body = pos + HEADER_SIZE
-        yield decode(view[body : body + length])
-        pos = body + length
+# ---- decoding ----------------------------------------------------------------
 
 
-def decode_all(data: bytes | memoryview) -> list[Envelope]:
-    out: list[Envelope] = []
-    for batch in decode_records(data):
-        out.extend(batch)
-    return out
+@attrs.frozen
+class Decoded:
+    envs: list[Envelope]
+    """Exactly seqs ``first`` … ``first + count - 1``, placeholders included."""
+    problem: str | None = None
+    """What was wrong (None: nothing)."""
+    lost: bool = False
+    """The whole record is placeholders: its payload is unusable."""
 
 
-def flatten(batches: Iterable[list[Envelope]]) -> list[Envelope]:
-    out: list[Envelope] = []
-    for batch in batches:
-        out.extend(batch)
-    return out
+def decode_payload(payload: bytes | memoryview, first: int, count: int) -> Decoded:
+    """The record's envelopes; never raises (see the module rules)."""
+    try:
+        envs = _typed.decode(payload)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return _decode_leniently(payload, first, count)
+    if len(envs) == count and all(env.seq == first + k for k, env in enumerate(envs)):
+        return Decoded(envs)
+    return _lost(first, count, _mismatch(first, count, [e.seq for e in envs]))
+
+
+def _decode_leniently(payload, first: int, count: int) -> Decoded:
+    try:
+        raws = _raws.decode(payload)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        return _lost(first, count, f"the payload does not decode ({exc})")
+    envs: list[Envelope] = []
+    problems: list[str] = []
+    for raw in raws:
+        try:
+            envs.append(_one.decode(raw))
+            continue
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            error = str(exc)
+        env = _raw_envelope(raw, error)
+        if env is None:
+            return _lost(first, count, f"an envelope does not decode ({error})")
+        envs.append(env)
+        kind = env.event.original_kind  # type: ignore[union-attr]
+        problems.append(f"seq {env.seq}: {kind or 'event'} not readable by this build ({error})")
+    seqs = [e.seq for e in envs]
+    if len(envs) != count or seqs != list(range(first, first + count)):
+        return _lost(first, count, _mismatch(first, count, seqs))
+    return Decoded(envs, "; ".join(problems) or None)
+
+
+def _raw_envelope(raw: msgspec.Raw, error: str) -> Envelope | None:
+    """An envelope whose event this build cannot type, kept raw; None if not even an envelope."""
+    try:
+        value = _loose.decode(raw)
+    except msgspec.DecodeError:
+        return None
+    if not (isinstance(value, list) and len(value) == 5 and type(value[0]) is int):
+        return None
+    seq, at, stream, cause, event = value
+    kind = event.get("kind") if isinstance(event, dict) else None
+    undecodable = LogUndecodable(
+        original_kind=kind if isinstance(kind, str) else None,
+        payload=msgspec.to_builtins(event, str_keys=True),
+        error=error,
+    )
+    return Envelope(
+        seq,
+        float(at) if isinstance(at, int | float) else 0.0,
+        stream if isinstance(stream, str) else "",
+        cause if type(cause) is int else None,
+        undecodable,
+    )
+
+
+def _mismatch(first: int, count: int, seqs: list[int]) -> str:
+    if not seqs:
+        held = "none"
+    elif seqs == list(range(seqs[0], seqs[0] + len(seqs))):
+        held = f"{seqs[0]}–{seqs[-1]}"
+    else:
+        held = ", ".join(map(str, seqs[:6])) + ("…" if len(seqs) > 6 else "")
+    return (f"the header says {count} events from seq {first} but the payload holds "
+            f"{len(seqs)} (seqs {held})")
+
+
+def _lost(first: int, count: int, reason: str) -> Decoded:
+    return Decoded(lost_envelopes(first, first + count - 1, reason), reason, lost=True)
+
+
+def lost_envelopes(from_seq: int, to_seq: int, reason: str, *, at: float = 0.0,
+                   only: tuple[int, int] | None = None) -> list[Envelope]:
+    """One ``log.lost`` placeholder per seq of the range (or of ``only``, a part of it),
+    each naming the whole range."""
+    event = LogLost(from_seq=from_seq, to_seq=to_seq, reason=reason)
+    lo, hi = only or (from_seq, to_seq)
+    return [Envelope(seq, at, "", None, event) for seq in range(lo, hi + 1)]

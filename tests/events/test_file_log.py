@@ -80,17 +80,20 @@ async def test_readonly_open_reports_a_torn_tail_without_cutting_it(tmp_path):
     assert path.stat().st_size == size
 
 
-async def test_a_flipped_byte_in_the_last_record_is_caught_by_the_crc(tmp_path):
+async def test_a_flipped_byte_in_the_last_record_is_refused_not_cut(tmp_path):
+    # a complete record with a bad CRC is damage, not a torn append: cutting it drops events
     path = tmp_path / "x.caplog"
     ends = await write_log(path, 4)
     data = bytearray(path.read_bytes())
     data[ends[2] + HEADER_SIZE + 5] ^= 0x40  # inside the body of the 4th record
     path.write_bytes(bytes(data))
-    log = FileEventLog(path)
-    assert log.recovered.detail == "CRC mismatch"
-    assert log.recovered.dropped_bytes == ends[3] - ends[2]
-    assert [e.event for e in log.read()[:3]] == [chunk(i) for i in range(3)]
-    await log.aclose()
+    with pytest.raises(LogCorrupted, match="CRC mismatch") as info:
+        FileEventLog(path)
+    assert (info.value.offset, info.value.seq) == (ends[2], 3)
+    assert path.read_bytes() == bytes(data)
+    reader = FileEventLog(path, readonly=True)
+    assert [e.event for e in reader.read()[:3]] == [chunk(i) for i in range(3)]
+    assert reader.recovered is None and reader.damage[0].start == ends[2]
 
 
 async def test_a_flipped_byte_mid_log_refuses_to_drop_the_valid_records_after_it(tmp_path):
@@ -99,7 +102,7 @@ async def test_a_flipped_byte_mid_log_refuses_to_drop_the_valid_records_after_it
     data = bytearray(path.read_bytes())
     data[ends[0] + HEADER_SIZE + 3] ^= 0x01  # body of the 2nd record
     path.write_bytes(bytes(data))
-    with pytest.raises(LogCorrupted, match="seq 2") as info:
+    with pytest.raises(LogCorrupted, match="after seq 1") as info:
         FileEventLog(path)
     assert info.value.offset == ends[0]
     assert path.read_bytes() == bytes(data)  # nothing was cut
@@ -184,9 +187,11 @@ async def test_records_out_of_seq_order_are_not_a_log(tmp_path):
         log = FileEventLog(path)
         await log.append([chunk(0), chunk(1)])
         await log.aclose()
-    # graft b's record (seqs 1-2) after a's: valid CRC, wrong seqs
+    # graft b's record (seqs 1-2) after a's: valid CRC, repeated seqs
     data = first.read_bytes() + second.read_bytes()[len(MAGIC):]
     first.write_bytes(data)
+    with pytest.raises(LogCorrupted, match="repeats seqs 1–2"):
+        FileEventLog(first)
     log = FileEventLog(first, readonly=True)
-    assert log.last_seq == 2
-    assert "expected 3" in log.recovered.detail
+    assert log.last_seq == 2 and log.recovered is None
+    assert "repeats seqs 1–2" in log.damage[0].detail
