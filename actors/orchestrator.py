@@ -31,6 +31,7 @@ from trio_cap.actors.manifest import (
     Resolved,
     resolve_agent,
 )
+from trio_cap.actors.peers.hints import missing_program
 from trio_cap.actors.runtime import (
     ActorNotFound,
     ActorRef,
@@ -261,13 +262,13 @@ class Orchestrator:
 
     async def start_session(
         self,
-        agent: str = BUILTIN_AGENT,
+        agent: str | Resolved = BUILTIN_AGENT,
         binding: str | None = None,
         *,
         cwd: str | os.PathLike[str] | None = None,
         model: str | None = None,
         script: Script | str | os.PathLike[str] | None = None,
-        permissions: str = "deny",
+        permissions: str | None = None,
         allow_high_risk: bool = False,
         human: bool | None = None,
         budget_usd: float | None = None,
@@ -276,15 +277,19 @@ class Orchestrator:
         session_id: str | None = None,
         turn_timeout: float | None = None,
         idle_timeout: float | None = None,
+        permissions_chosen: bool | None = None,
     ) -> Session:
         """Spawn a session actor; returns once ``session.created`` is in the log.
 
         ``agent`` is a manifest name, a manifest path or an ad-hoc spec
-        (``pty:CMD`` …); its bindings are tried best first (or only
-        ``binding``), each failure logged as ``binding.fallback``.  ``human``
-        says whether someone will answer asks and permission requests through
+        (``pty:CMD`` …), or what :func:`resolve` returned for one; its
+        bindings are tried best first (or only ``binding``), each failure
+        logged as ``binding.fallback``.  ``human`` says whether someone will
+        answer asks and permission requests through
         :meth:`Session.decide` / :meth:`Session.answer` (implied by
-        ``permissions="ask"``).
+        ``permissions="ask"``).  ``permissions`` defaults to ``"deny"``;
+        ``permissions_chosen`` says whether a person picked the policy (by
+        default: whether ``permissions`` was given), which refusals mention.
 
         ``turn_timeout`` bounds each turn's total time and ``idle_timeout``
         the agent's silence during a turn (seconds; ``0`` turns one off;
@@ -295,6 +300,9 @@ class Orchestrator:
         ``cap.error`` ``turn_timeout`` / ``idle_timeout`` is logged and the
         turn counts as failed.
         """
+        if permissions_chosen is None:
+            permissions_chosen = permissions is not None
+        permissions = permissions or "deny"
         if permissions not in POLICIES:
             raise ValueError(f"permissions must be one of {POLICIES}, not {permissions!r}")
         resolved = await self.resolve(agent)
@@ -313,6 +321,7 @@ class Orchestrator:
             name=permissions,  # type: ignore[arg-type]
             allow_high_risk=allow_high_risk,
             human=(permissions == "ask") if human is None else human,
+            chosen=permissions_chosen,
         )
         sid = session_id or self.ids.new("sess")
         config = SessionConfig(
@@ -346,7 +355,7 @@ class Orchestrator:
             )
             unavailable = None
             if not planned.available:
-                unavailable = f"program {planned.program!r} not found on PATH"
+                unavailable = missing_program(planned.program or "")
             elif planned.binding not in self.connectors:
                 unavailable = f"the {planned.binding} binding is not in this build of trio-cap yet"
             connector = self.connectors.get(planned.binding) if unavailable is None else None
@@ -371,19 +380,30 @@ class Orchestrator:
         await session._until(lambda s: sid in s.sessions.sessions, "it was never created")
         return session
 
-    async def resolve(self, agent: str) -> Resolved:
+    async def resolve(self, agent: str | Resolved) -> Resolved:
         """The agent's manifest, by the CAP resolution order; UnknownAgent says why not."""
-        try:
-            return await resolve_agent(agent)
-        except ManifestNotFound as exc:
-            raise UnknownAgent(str(exc)) from None
-        except ManifestInvalid as exc:
-            raise UnknownAgent(str(exc)) from None
-        except (AdHocError, ValueError) as exc:
-            raise UnknownAgent(f"--agent {agent}: {exc}") from None
+        return await resolve(agent)
 
     def session(self, session_id: str) -> Session:
         return Session(self, session_id, f"cap://{session_id}")
+
+
+async def resolve(agent: str | Resolved) -> Resolved:
+    """The agent's manifest, by the CAP resolution order; UnknownAgent says why not.
+
+    Callable before any orchestrator exists, so a command can refuse a bad
+    ``--agent`` before it creates anything (a resolved agent passes through).
+    """
+    if isinstance(agent, Resolved):
+        return agent
+    try:
+        return await resolve_agent(agent)
+    except ManifestNotFound as exc:
+        raise UnknownAgent(str(exc)) from None
+    except ManifestInvalid as exc:
+        raise UnknownAgent(str(exc)) from None
+    except (AdHocError, ValueError) as exc:
+        raise UnknownAgent(f"--agent {agent}: {exc}") from None
 
 
 @asynccontextmanager

@@ -1,13 +1,48 @@
-"""What every command module shares: exit codes and the usage error."""
+"""What every command module shares: exit codes, the usage error, and input-file readers."""
+
+from __future__ import annotations
+
+from pathlib import Path
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERNAL = 70
+"""EX_SOFTWARE: trio-cap itself failed (a bug); the message says how to get the traceback."""
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+EXIT_HANGUP = 129
 
 
 class UsageError(Exception):
     """Bad usage or an invalid input file: printed, exit code 2."""
+
+
+class RunFailed(Exception):
+    """The command ran but could not finish (the log cannot be written, …): printed, exit 1."""
+
+
+def read_text_file(flag: str, path: str) -> str:
+    """A text input file named on the command line, or a UsageError that names it and says why.
+
+    Binary files are refused rather than decoded loosely: a prompt or script
+    silently mangled by a lenient decoder is worse than a clear refusal.
+    """
+    try:
+        data = Path(path).read_bytes()
+    except IsADirectoryError:
+        raise UsageError(f"{flag} {path}: is a directory, not a file") from None
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"{flag} {path}: not UTF-8 text (a binary file?): bad byte at offset {exc.start}"
+        ) from None
+    if "\x00" in text:
+        raise UsageError(f"{flag} {path}: a binary file (it contains NUL bytes), not text")
+    return text
 
 
 def brain_script(path: str | None):  # -> Script | None
@@ -16,7 +51,30 @@ def brain_script(path: str | None):  # -> Script | None
 
     if not path:
         return None
+    read_text_file("--script", path)  # binary and unreadable files get a one-line refusal
     try:
         return load_script(path)
     except ScriptError as exc:
         raise UsageError(str(exc)) from None
+    except RecursionError:
+        raise UsageError(
+            f"--script {path}: not a script: arrays or tables nested too deeply to read"
+        ) from None
+
+
+def leaves(exc: BaseException) -> list[BaseException]:
+    """The real errors inside ``exc``: exception groups opened, and an actor's failure
+    followed to the error that caused it, so the user is told the cause, not the wrapping."""
+    from trio_cap.actors.runtime import ActorFailed
+
+    out: list[BaseException] = []
+    stack = [exc]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, BaseExceptionGroup):
+            stack.extend(reversed(e.exceptions))
+        elif isinstance(e, ActorFailed) and e.__cause__ is not None:
+            stack.append(e.__cause__)
+        else:
+            out.append(e)
+    return out

@@ -1,14 +1,16 @@
 """Entry point of ``cap``: builds the parser from one module per command group.
 
-Exit codes (DESIGN §5): 0 completed; 1 the session failed, was refused or
-cancelled; 2 bad usage or an invalid input file; 130 interrupted from the
-keyboard (after the log was closed cleanly).
+Exit codes (DESIGN §5): 0 completed; 1 the session failed, was refused,
+cancelled or cut short, or the log could not be written; 2 bad usage or an
+invalid input file; 70 an internal error (a bug: one line, the traceback with
+``CAP_DEBUG=1``); 129 / 130 / 143 hung up / interrupted from the keyboard /
+terminated (SIGHUP / SIGINT / SIGTERM, after the session was cancelled and the
+log closed).  Nothing escaping a command is ever printed as a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 
@@ -20,6 +22,7 @@ from trio_cap.actors.cli.common import (  # noqa: F401 - re-exported for command
     EXIT_USAGE,
     UsageError,
 )
+from trio_cap.actors.cli.errors import report
 
 # Each module exposes ``register(subparsers)``; the parser it adds sets ``func``.
 COMMAND_MODULES = (
@@ -50,39 +53,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return EXIT_USAGE
     try:
-        return int(args.func(args) or 0)
-    except UsageError as exc:
-        print(f"cap: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except BrokenPipeError:
-        # the reader went away (e.g. `| head`); not an error of ours
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
-        return EXIT_OK
-    except KeyboardInterrupt:
-        print("cap: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except BaseExceptionGroup as group:
-        # Trio delivers Ctrl+C inside the task tree, so it comes back wrapped in nurseries.
-        usage = group.subgroup(UsageError)
-        if usage is not None and usage.split(UsageError)[1] is None:
-            print(f"cap: error: {_first(usage)}", file=sys.stderr)
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
             return EXIT_USAGE
-        if group.subgroup(KeyboardInterrupt) is not None:
-            print("cap: interrupted", file=sys.stderr)
-            return EXIT_INTERRUPTED
-        raise
-
-
-def _first(group: BaseException) -> BaseException:
-    while isinstance(group, BaseExceptionGroup):
-        group = group.exceptions[0]
-    return group
+        return int(args.func(args) or 0)
+    except BaseException as exc:  # every escape becomes one line and an exit code
+        return report(exc)
 
 
 if __name__ == "__main__":

@@ -77,7 +77,8 @@ def describe(ev: object) -> str:
         case SessionCancelled():
             return f"cancelled: {ev.reason}"
         case SessionFailed():
-            return f"FAILED {ev.code}: {ev.message}"
+            # a multi-line message (one line per binding tried) keeps its lines, indented
+            return f"FAILED {ev.code}: " + "\n    ".join(ev.message.splitlines() or [""])
         case SessionWarning():
             return f"WARNING {ev.code}: {ev.message}"
         case BindingFallback():
@@ -92,7 +93,10 @@ def describe(ev: object) -> str:
             return f"permission {ev.req_id}: {ev.decision} by {ev.by}" + (
                 f" — {ev.reason}" if ev.reason else "")
         case AskAnswered():
-            return f"ask {ev.ask_id} answered by {ev.by}: {ev.value!r}"
+            if ev.value is None:
+                who = "nobody can be asked: headless" if ev.by == "policy:headless" else ev.by
+                return f"ask {ev.ask_id}: no answer ({who})"
+            return f"ask {ev.ask_id} answered by {ev.by}: {_short(_json(ev.value))}"
         case CapSessionReady():
             return f"agent ready (agent session {ev.session_id})"
         case TextChunk():
@@ -122,7 +126,8 @@ def describe(ev: object) -> str:
         case Artifact():
             return f"artifact {ev.name} ({ev.mime_type}, {ev.size} bytes)"
         case SessionConfig():
-            return f"→ config: cwd {ev.cwd}, permission_mode {ev.permission_mode}"
+            return f"→ config: cwd {ev.cwd}, permission_mode {ev.permission_mode}" + (
+                f" ({_MODES[ev.permission_mode]})" if ev.permission_mode in _MODES else "")
         case UserInputInject():
             return f"→ input: {_short(ev.text)}"
         case Cancel():
@@ -130,6 +135,21 @@ def describe(ev: object) -> str:
         case PermissionResponse():
             return f"→ permission {ev.req_id}: {ev.decision}"
     return _short(msgspec.to_builtins(ev), 160)
+
+
+def _json(value: object) -> str:
+    """An answer as JSON (a string shows its quotes), never Python's repr."""
+    try:
+        return msgspec.json.encode(value).decode()
+    except (TypeError, ValueError):
+        return str(value)
+
+
+_MODES = {
+    "interactive": "a human answers permission requests",
+    "confirm": "trio-cap's policy answers permission requests",
+    "none": "the agent asks nothing: its own no-prompt mode",
+}
 
 
 def _options(form: dict) -> str:

@@ -1,215 +1,431 @@
-"""``cap run``: one session, one task, progress on the terminal, everything in the log."""
+"""``cap run``: one session, one task, progress on the terminal, everything in the log.
+
+Every way this command can end is decided here and said in words:
+
+* every argument and input file is checked before anything is created, so a
+  usage error (exit 2) leaves no empty log behind;
+* the session's end is read back from the log and explained on stderr: a
+  failure with its cause (for a binding that cannot start, one line per
+  binding with what to do), a refused or cut-short turn (exit 1), a clean
+  completion (exit 0);
+* SIGINT, SIGTERM and SIGHUP are handled alike: the session is cancelled at
+  the agent (CAP cancel, then its process group is ended), the log gets
+  ``session.cancelled`` and is closed, and the exit code is 128 + the signal
+  (130 / 143 / 129); a second signal skips the grace.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import signal
 import sys
 from pathlib import Path
 
-import msgspec
+import attrs
 import trio
 
-from trio_cap.actors.cli.common import EXIT_FAILED, EXIT_OK, UsageError, brain_script
-from trio_cap.actors.cli.render import describe
-from trio_cap.actors.ids import run_id
-from trio_cap.actors.orchestrator import Orchestrator, Session, UnknownAgent, open_orchestrator
-from trio_cap.actors.session.policy import POLICIES
-from trio_cap.events.envelope import Envelope, to_json_obj
-from trio_cap.events.kinds import (
-    AskUserAnswer,
-    CapSessionReady,
-    PermissionResponse,
-    SessionCancelled,
-    SessionCompleted,
-    SessionConfig,
-    SessionFailed,
-    SessionIdle,
-    SessionInputRequired,
-    TextChunk,
-    UserInputInject,
+from trio_cap.actors.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    RunFailed,
+    UsageError,
+    brain_script,
+    read_text_file,
 )
+from trio_cap.actors.cli.errors import SINK_ERRNOS
+from trio_cap.actors.cli.follow import Follower
+from trio_cap.actors.ids import run_id
+from trio_cap.actors.manifest import BindingNotOffered, Resolved
+from trio_cap.actors.orchestrator import (
+    Orchestrator,
+    Session,
+    UnknownAgent,
+    open_orchestrator,
+    resolve,
+)
+from trio_cap.actors.session.actor import CommandRefused, SessionEnded
+from trio_cap.actors.session.policy import POLICIES
+from trio_cap.actors.session.timers import Timeouts
+from trio_cap.events.kinds import CapError, Plan, SessionCancelled, SessionFailed
 from trio_cap.events.log import (
     FSYNC_POLICIES,
     FileEventLog,
     LogCorrupted,
     LogFormatError,
     LogLocked,
+    LogWriteError,
 )
 
-_QUIET = (SessionConfig, UserInputInject, PermissionResponse, AskUserAnswer, CapSessionReady,
-          SessionIdle)
-_TERMINAL = (SessionCompleted, SessionCancelled, SessionFailed)
+DEFAULT_IDLE_TIMEOUT = 600.0
+"""``cap run``'s idle timeout when neither the flag nor the manifest sets one: ten minutes of
+silence from the agent mid-turn is a hang, not work (long tools stream output or finish)."""
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+_DESCRIPTION = """\
+Start a session with an agent, send it the task, print its progress and close
+the session when the turn ends.  Every event goes to the log (default
+.cap/runs/<run-id>.caplog under the current directory); its path is printed.
+
+permissions (who answers the agent's permission requests):
+  ask     a human, on this terminal; the default when stdin is a terminal.
+          Needs a terminal and cannot be combined with --headless.
+  allow   trio-cap approves low and medium risk, refuses high risk (unless
+          --allow-high-risk).  The risk is trio-cap's own rating.
+  deny    trio-cap refuses every request (the model is told to rerun with
+          --permissions); the default without a terminal or with --headless.
+  bypass  the agent runs in its OWN no-prompt mode (e.g. Claude Code's
+          bypassPermissions): it sends trio-cap NO permission requests at
+          all, so nothing is reviewed and high-risk protection does not
+          apply.  Warned on stderr and logged.
+
+timeouts (a hung agent never holds cap run forever):
+  --turn-timeout S  a turn may run S seconds in all (default: none).
+  --idle-timeout S  the agent may be silent S seconds during a turn (default
+                    600; waits on a human do not count).
+  On expiry the turn is cancelled (CAP cancel; if the agent does not end the
+  turn within 5 s its process is ended), a cap.error turn_timeout /
+  idle_timeout is logged and the run exits 1.  0 turns a limit off; the
+  manifest can set them ([capabilities] x-turn-timeout-seconds,
+  x-idle-timeout-seconds); the flags win.
+
+exit codes:
+  0    the task completed
+  1    the session failed (no binding could start the agent, it died, the
+       turn failed or timed out), the task was refused (budget), the turn
+       was cut short (cancelled, budget crossed), or the log could not be
+       written
+  2    bad usage or an invalid input file (nothing is created)
+  70   an internal error in trio-cap (CAP_DEBUG=1 shows the traceback)
+  129, 130, 143
+       SIGHUP, Ctrl+C (SIGINT), SIGTERM: the session was cancelled, the
+       agent's processes ended and the log closed with session.cancelled
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser(
         "run",
         help="run one task with one agent",
-        description="Start a session with an agent, send it the task, print its progress and "
-        "close the session when the turn ends.  Every event goes to the log (default "
-        ".cap/runs/<run-id>.caplog under the current directory); its path is printed.  "
-        "Exit code: 0 completed, 1 failed/refused/cancelled, 2 bad usage, 130 interrupted.",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument("--agent", default="cap-agent", metavar="NAME|PATH|SPEC",
                      help="agent to run: a manifest name (see `cap manifest list`), a manifest "
-                     "path, or an ad-hoc spec pty:CMD, stream-json:CMD, acp:CMD, a2a:URL "
-                     "(default: cap-agent, trio-cap's own scripted agent)")
+                     "path, or an ad-hoc spec stream-json:CMD (acp:CMD, pty:CMD and a2a:URL "
+                     "are accepted but their bindings are not in this build yet). Default: "
+                     "cap-agent, trio-cap's own scripted agent")
     run.add_argument("--binding", choices=["inproc", "stream-json", "acp", "a2a", "pty"],
-                     help="force one binding (default: the best the agent's manifest declares, "
-                     "falling back down the list; this build connects over inproc)")
+                     help="use only this binding (default: the best the agent's manifest "
+                     "declares, falling back down the list). This build speaks inproc "
+                     "(cap-agent only) and stream-json")
     task = run.add_mutually_exclusive_group(required=True)
     task.add_argument("--task", metavar="TEXT", help="the prompt to send")
-    task.add_argument("--task-file", metavar="F", help="read the prompt from a file")
-    run.add_argument("--cwd", metavar="DIR", help="the session's working directory (default: .)")
+    task.add_argument("--task-file", metavar="F", help="read the prompt from a UTF-8 text file")
+    run.add_argument("--cwd", metavar="DIR",
+                     help="the session's working directory (default: the current directory)")
     run.add_argument("--model", metavar="M", help="model name passed to the agent")
-    run.add_argument("--log", metavar="FILE", help="event log file (appended to if it exists)")
+    run.add_argument("--log", metavar="FILE",
+                     help="event log file, appended to if it exists (default: "
+                     ".cap/runs/<run-id>.caplog)")
     run.add_argument("--fsync", choices=FSYNC_POLICIES, default="batch",
                      help="log durability: always | batch (default) | never")
     run.add_argument("--script", metavar="F",
-                     help="script file (TOML) for the scripted agent's brain")
+                     help="script file (TOML) for cap-agent's scripted brain")
     run.add_argument("--permissions", choices=POLICIES,
-                     help="who decides tool permissions: ask (a human; default with a terminal), "
-                     "allow (all but high risk), deny (default without a terminal), bypass "
-                     "(the agent's own no-prompt mode; warned and logged)")
+                     help="who answers permission requests: ask | allow | deny | bypass "
+                     "(see above; default: ask with a terminal, else deny)")
     run.add_argument("--allow-high-risk", action="store_true",
-                     help="let the allow/bypass policies approve high-risk requests too")
+                     help="let allow approve high-risk requests too (bypass never sees any)")
     run.add_argument("--budget-usd", type=float, metavar="X",
-                     help="refuse turns once the session has spent X dollars")
+                     help="cancel the turn once the session has spent more than X dollars and "
+                     "refuse further turns (exit 1)")
     run.add_argument("--headless", action="store_true",
-                     help="never prompt on the terminal (asks are declined)")
+                     help="nobody is at the terminal: never prompt; the agent's questions get "
+                     "no answer and permissions default to deny (ask is refused)")
+    run.add_argument("--turn-timeout", type=float, metavar="S",
+                     help="cancel a turn that runs longer than S seconds (default: none)")
+    run.add_argument("--idle-timeout", type=float, metavar="S",
+                     help="cancel a turn when the agent is silent for S seconds (default: 600)")
     run.add_argument("--json", action="store_true",
                      help="print the session's events as JSON lines instead of progress")
     run.set_defaults(func=run_command)
 
 
-def run_command(args: argparse.Namespace) -> int:
-    interactive = sys.stdin.isatty() and not args.headless
+@attrs.frozen
+class Plan_:
+    """Everything ``cap run`` decided from its arguments, before any file exists."""
+
+    agent: Resolved
+    task: str
+    cwd: str
+    script: object
+    policy: str
+    policy_defaulted: bool
+    interactive: bool
+    log_path: str
+    turn_timeout: float | None
+    idle_timeout: float | None
+
+
+@attrs.define
+class Outcome:
+    session: Session | None = None
+    turn: int | None = None
+    stop_reason: str | None = None
+    refused: CapError | None = None
+    status: str | None = None
+    terminal: object = None
+    errors: list[CapError] = attrs.field(factory=list)
+    plan: Plan | None = None
+    signal: int | None = None
+
+
+def _timeout(flag: str, value: float | None) -> float | None:
+    if value is not None and not (value >= 0 and math.isfinite(value)):
+        raise UsageError(f"{flag} {value}: give seconds as a number >= 0 (0 turns it off)")
+    return value
+
+
+def check_arguments(args: argparse.Namespace) -> Plan_:
+    """Every usage error ``cap run`` can find without starting anything."""
+    on_terminal = sys.stdin.isatty()
+    interactive = on_terminal and not args.headless
+    if args.permissions == "ask" and args.headless:
+        raise UsageError("--permissions ask means a human answers on this terminal, but "
+                         "--headless means nobody is asked; drop --headless, or use "
+                         "--permissions allow, deny or bypass")
+    if args.permissions == "ask" and not on_terminal:
+        raise UsageError("--permissions ask needs a terminal on stdin to ask a human (stdin is "
+                         "not a terminal); use --permissions allow, deny or bypass")
     policy = args.permissions or ("ask" if interactive else "deny")
-    if policy == "ask" and not interactive:
-        raise UsageError("--permissions ask needs a terminal on stdin; use allow, deny or bypass")
-    if args.task_file:
-        try:
-            task = Path(args.task_file).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"--task-file {args.task_file}: {exc.strerror or exc}") from None
-    else:
-        task = args.task
+    if args.budget_usd is not None and not (args.budget_usd >= 0
+                                            and math.isfinite(args.budget_usd)):
+        raise UsageError(f"--budget-usd {args.budget_usd}: give dollars as a number >= 0")
+    turn_timeout = _timeout("--turn-timeout", args.turn_timeout)
+    idle_timeout = _timeout("--idle-timeout", args.idle_timeout)
+    task = read_text_file("--task-file", args.task_file) if args.task_file else args.task
+    if not task.strip():
+        raise UsageError("the task is empty" + (f" (--task-file {args.task_file})"
+                                                if args.task_file else ""))
     cwd = os.path.abspath(args.cwd or ".")
     if not os.path.isdir(cwd):
         raise UsageError(f"--cwd {cwd}: not a directory")
     script = brain_script(args.script)
+    agent = trio.run(_resolve, args.agent, args.binding)
     log_path = args.log or os.path.join(".cap", "runs", f"{run_id()}.caplog")
-    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    if os.path.isdir(log_path):
+        raise UsageError(f"--log {log_path}: is a directory, not a log file")
+    return Plan_(agent=agent, task=task, cwd=cwd, script=script, policy=policy,
+                 policy_defaulted=args.permissions is None, interactive=interactive,
+                 log_path=log_path, turn_timeout=turn_timeout, idle_timeout=idle_timeout)
+
+
+async def _resolve(agent: str, binding: str | None) -> Resolved:
+    """The agent's manifest and that it offers ``binding``: refused before any file exists."""
     try:
-        log = FileEventLog(log_path, fsync=args.fsync)
+        resolved = await resolve(agent)
+        resolved.plan(force=binding)
+    except UnknownAgent as exc:
+        raise UsageError(str(exc)) from None
+    except BindingNotOffered as exc:
+        from trio_cap.actors.bindings.registry import ConnectorRegistry, plugin_plan
+
+        if binding not in ConnectorRegistry() or plugin_plan(resolved.manifest, binding) is None:
+            raise UsageError(f"--binding {binding}: {exc}") from None
+    return resolved
+
+
+def open_log(path: str, fsync: str) -> FileEventLog:
+    """The run's file log; a file that is not a usable log is a usage error naming it."""
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--log {path}: cannot create its directory: "
+                         f"{exc.strerror or exc}") from None
+    try:
+        return FileEventLog(path, fsync=fsync)  # type: ignore[arg-type]
     except (LogFormatError, LogCorrupted, LogLocked, IsADirectoryError) as exc:
-        raise UsageError(f"--log {log_path}: {exc}") from None
+        raise UsageError(f"--log {path}: {exc}") from None
+    except (LogWriteError, OSError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise RunFailed(f"--log {path}: cannot write the log: {why}") from None
+
+
+def run_command(args: argparse.Namespace) -> int:
+    plan = check_arguments(args)
+    log = open_log(plan.log_path, args.fsync)
     if log.recovered:
-        print(f"cap: {log_path}: cut a torn tail of {log.recovered.dropped_bytes} bytes "
+        print(f"cap: {plan.log_path}: cut a torn tail of {log.recovered.dropped_bytes} bytes "
               f"({log.recovered.detail})", file=sys.stderr)
-    print(f"cap: logging to {log_path}", file=sys.stderr)
-    status = "failed"
+    print(f"cap: logging to {plan.log_path}", file=sys.stderr)
+    if plan.policy == "bypass":
+        print("cap: WARNING: --permissions bypass: the agent runs in its own no-prompt mode and "
+              "sends trio-cap no permission requests, so nothing it does is reviewed and "
+              "high-risk protection does not apply", file=sys.stderr)
     try:
-        status = trio.run(_run, args, log, task, cwd, script, policy, interactive)
+        outcome = trio.run(_run, args, log, plan)
+    except BaseException as exc:
+        failure = _write_failure(exc)
+        if failure is None:
+            raise
+        print(f"cap: --log {plan.log_path}: cannot write the log: {failure}; the run stopped "
+              "(the log keeps every event written before this)", file=sys.stderr)
+        return EXIT_FAILED
     finally:
-        print(f"cap: log written to {log_path} (see: cap log show {log_path})", file=sys.stderr)
-    return EXIT_OK if status == "completed" else EXIT_FAILED
+        print(f"cap: log written to {plan.log_path} (see: cap log show {plan.log_path})",
+              file=sys.stderr)
+    return explain(outcome)
 
 
-async def _run(args, log: FileEventLog, task: str, cwd: str, script, policy: str,
-               interactive: bool) -> str:
-    async with log, open_orchestrator(log) as orch:
-        try:
-            session = await orch.start_session(
-                args.agent, args.binding, cwd=cwd, model=args.model, script=script,
-                permissions=policy, allow_high_risk=args.allow_high_risk,
-                human=interactive, budget_usd=args.budget_usd,
-            )
-        except UnknownAgent as exc:
-            raise UsageError(str(exc)) from None
-        async with trio.open_nursery() as nursery:
-            follower = _Follower(orch, session, interactive, args.json)
-            nursery.start_soon(follower.run)
-            await session.run_turn(task)
-            view = await session.close()
-        return view.status
+def _write_failure(exc: BaseException) -> str | None:
+    """Why the log could not be written, if that is what ``exc`` (a group, perhaps) says."""
+    from trio_cap.actors.cli.common import leaves
+
+    for e in leaves(exc):
+        if isinstance(e, LogWriteError):
+            return str(e)
+        if isinstance(e, OSError) and e.errno in SINK_ERRNOS:
+            return e.strerror or str(e)
+    return None
 
 
-class _Follower:
-    """Prints the session's events as they are logged and asks the human when needed."""
+async def _run(args: argparse.Namespace, log: FileEventLog, plan: Plan_) -> Outcome:
+    out = Outcome()
+    with trio.open_signal_receiver(*SIGNALS) as signals:
+        async with log, open_orchestrator(log) as orch, trio.open_nursery() as nursery:
+            orch.default_timeouts = Timeouts(idle=DEFAULT_IDLE_TIMEOUT)
+            work = trio.CancelScope()
+            nursery.start_soon(_watch_signals, signals, out, work, nursery.cancel_scope)
+            with work:
+                await _session(orch, nursery, args, plan, out)
+            if out.signal is not None and out.session is not None:
+                # graceful first: the agent hears CAP cancel, then its group is ended
+                name = signal.Signals(out.signal).name
+                with trio.move_on_after(orch.system.grace):
+                    try:
+                        await out.session.cancel("session", reason=f"cap run received {name}")
+                        await out.session.wait_terminal()
+                    except (SessionEnded, CommandRefused):
+                        pass
+            if out.session is not None:
+                _read_back(orch, out)
+            nursery.cancel_scope.cancel()
+    return out
 
-    def __init__(self, orch: Orchestrator, session: Session, human: bool, as_json: bool) -> None:
-        self.orch = orch
-        self.session = session
-        self.human = human
-        self.as_json = as_json
-        self.in_text = False
 
-    async def run(self) -> None:
-        async for batch in self.orch.log.subscribe(1, self.session.id):
-            for env in batch:
-                self._print(env)
-                if isinstance(env.event, SessionInputRequired) and self.human:
-                    await self._ask_human(env.event)
-                if isinstance(env.event, _TERMINAL):
-                    return
-
-    def _print(self, env: Envelope) -> None:
-        out = sys.stdout
-        ev = env.event
-        if self.as_json:
-            out.write(msgspec.json.encode(to_json_obj(env)).decode() + "\n")
-            out.flush()
-            return
-        if isinstance(ev, TextChunk) and ev.channel == "assistant":
-            out.write(ev.text)
-            self.in_text = True
-            out.flush()
-            return
-        if isinstance(ev, _QUIET):
-            return
-        if self.in_text:
-            out.write("\n")
-            self.in_text = False
-        out.write(f"· {describe(ev)}\n")
-        out.flush()
-
-    async def _ask_human(self, ev: SessionInputRequired) -> None:
-        pending = self.orch.state.pending
-        await self.orch.wait_until(lambda s: s.last_seq >= self.orch.log.last_seq)
-        if ev.reason == "permission":
-            request = pending.permissions.get(self.session.id, {}).get(ev.ref)
-            if request is None:
-                return
-            reply = await _prompt(f"Allow {request.tool} {describe_intent(request.intent)}? "
-                                  "[y]es once / [a]lways / [n]o: ")
-            choice = {"y": "allow_once", "yes": "allow_once", "a": "allow_always",
-                      "always": "allow_always"}.get(reply.strip().lower(), "deny")
-            await self.session.decide(ev.ref, choice)  # type: ignore[arg-type]
+async def _watch_signals(signals, out: Outcome, work: trio.CancelScope,
+                         everything: trio.CancelScope) -> None:
+    async for signum in signals:
+        if out.signal is None:
+            out.signal = signum
+            work.cancel()
         else:
-            ask = pending.asks.get(self.session.id, {}).get(ev.ref)
-            if ask is None:
-                return
-            options = [c.get("const") for c in (ask.form or {}).get("oneOf", [])]
-            hint = f" [{'|'.join(map(str, options))}]" if options else ""
-            while True:
-                reply = (await _prompt(f"{ask.prompt}{hint}: ")).strip()
-                if not options or reply in options or not reply:
-                    break
-                print(f"  please answer one of: {', '.join(map(str, options))}")
-            await self.session.answer(ev.ref, reply or None)
+            everything.cancel()  # a second signal: no more grace
 
 
-def describe_intent(intent: dict) -> str:
-    for key in ("command", "path", "file_path", "url"):
-        if key in intent:
-            return str(intent[key])
-    return msgspec.json.encode(intent).decode()[:100]
-
-
-async def _prompt(text: str) -> str:
+async def _session(orch: Orchestrator, nursery: trio.Nursery, args: argparse.Namespace,
+                   plan: Plan_, out: Outcome) -> None:
     try:
-        return await trio.to_thread.run_sync(input, text, abandon_on_cancel=True)
-    except EOFError:
-        return ""
+        session = await orch.start_session(
+            plan.agent, args.binding, cwd=plan.cwd, model=args.model, script=plan.script,
+            permissions=plan.policy, allow_high_risk=args.allow_high_risk,
+            human=plan.interactive, budget_usd=args.budget_usd,
+            turn_timeout=plan.turn_timeout, idle_timeout=plan.idle_timeout,
+            permissions_chosen=not plan.policy_defaulted,
+        )
+    except UnknownAgent as exc:
+        raise UsageError(str(exc)) from None
+    out.session = session
+    follower = Follower(orch, session, plan.interactive, args.json)
+    done = trio.Event()
+
+    async def follow() -> None:
+        await follower.run()
+        done.set()
+
+    nursery.start_soon(follow)
+    try:
+        result = await session.run_turn(plan.task)
+        out.turn, out.stop_reason = result.turn, result.stop_reason
+        await session.close()
+    except SessionEnded:
+        pass
+    except CommandRefused as exc:
+        out.refused = exc.error
+        try:
+            await session.close()
+        except SessionEnded:
+            pass
+    except LogWriteError as exc:
+        from trio_cap.events.log.errors import EventRejected
+
+        if isinstance(exc, EventRejected):
+            flag = f"--task-file {args.task_file}" if args.task_file else "--task"
+            raise UsageError(f"{flag}: the task cannot be logged: {exc}") from None
+        raise
+    with trio.move_on_after(2):  # let the progress printer reach the terminal event
+        await done.wait()
+
+
+def _read_back(orch: Orchestrator, out: Outcome) -> None:
+    """How the session ended, from the log: the one account of what happened."""
+    assert out.session is not None
+    view = out.session.view
+    out.status = view.status if view is not None else None
+    for env in orch.log.read(1, out.session.id):
+        ev = env.event
+        if isinstance(ev, SessionFailed | SessionCancelled):
+            out.terminal = ev
+        elif isinstance(ev, CapError):
+            out.errors.append(ev)
+            if ev.code == "cap_budget_exceeded" and (ev.details or {}).get("input_seq"):
+                out.refused = out.refused or ev
+        elif isinstance(ev, Plan):
+            out.plan = ev
+
+
+def explain(out: Outcome) -> int:
+    """One account of the run on stderr, and the exit code that goes with it."""
+    def say(text: str) -> None:
+        print(f"cap: {text}", file=sys.stderr)
+
+    if out.plan is not None and out.plan.entries:
+        steps = "; ".join(f"{e.content} ({e.status})" for e in out.plan.entries)
+        say(f"plan at the end: {steps}")
+    if out.signal is not None:
+        name = signal.Signals(out.signal).name
+        say(f"{'interrupted' if out.signal == signal.SIGINT else name}: the session was "
+            "cancelled, the agent stopped and the log closed")
+        return 128 + out.signal
+    terminal = out.terminal
+    if isinstance(terminal, SessionFailed):
+        if terminal.code == "cap_binding_unavailable":
+            agent = out.session.view.agent if out.session and out.session.view else "the agent"
+            say(f"could not start {agent}: no binding worked")
+            for line in terminal.message.splitlines()[1:] or [terminal.message]:
+                say(f"  {line.strip()}")
+        else:
+            say(f"the session failed: {terminal.code}: {terminal.message}")
+        return EXIT_FAILED
+    if isinstance(terminal, SessionCancelled):
+        say(f"the session was cancelled: {terminal.reason}")
+        return EXIT_FAILED
+    if out.refused is not None:
+        say(f"the task was refused: {out.refused.message}")
+        return EXIT_FAILED
+    if out.status != "completed":
+        say(f"the session ended {out.status or 'before it started'}")
+        return EXIT_FAILED
+    budget = next((e for e in out.errors if e.code == "cap_budget_exceeded"), None)
+    if out.stop_reason in ("cancelled", "error"):
+        why = budget.message if budget is not None else (
+            out.errors[-1].message if out.errors else "")
+        say(f"turn {out.turn} was cut short ({out.stop_reason})" + (f": {why}" if why else ""))
+        return EXIT_FAILED
+    if budget is not None:
+        say(f"{budget.message}; the turn had already finished, so nothing was cut short, "
+            "but no further turn would start")
+    return EXIT_OK

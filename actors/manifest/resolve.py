@@ -175,7 +175,7 @@ def _from_probe_text(text: str, location: str) -> Manifest | None:
     """The probed manifest, None if the output is not a manifest at all."""
     try:
         raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return None  # e.g. a usage message: the program does not speak --cap-manifest
     if not isinstance(raw.get("agent"), dict):
         return None

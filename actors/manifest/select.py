@@ -158,8 +158,9 @@ class BindingUnavailable(Exception):
 
     def __init__(self, reasons: Sequence[tuple[str, str]]) -> None:
         self.reasons = tuple(reasons)
-        detail = "; ".join(f"{b}: {r}" for b, r in self.reasons) or "no binding to try"
-        super().__init__(f"every declared binding failed: {detail}")
+        lines = [f"{b}: {r}" for b, r in self.reasons] or ["no binding to try"]
+        # one line per binding: each says why it failed and what to do about it
+        super().__init__("\n".join(["every declared binding failed:", *lines]))
 
 
 C = TypeVar("C")
@@ -171,6 +172,9 @@ def _name(candidate: Any) -> str:
 
 
 def describe_failure(exc: BaseException) -> str:
+    """A connector's own refusal is already a sentence; anything else names its type."""
+    if type(exc).__name__ == "ConnectError":
+        return " ".join(str(exc).split()) or "could not connect"
     return f"{type(exc).__name__}: {exc}"
 
 

@@ -147,13 +147,21 @@ def _dedupe(issues: list[Issue]) -> list[Issue]:
     return out
 
 
+TOO_DEEP = "not a manifest: arrays or tables nested too deeply to read"
+
+
 def parse_manifest(text: str, source: str) -> Manifest:
     """Parse and validate TOML text; ``source`` names it in every message."""
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ManifestInvalid(source, [Issue("", f"not valid TOML: {exc}")]) from None
-    return validate_data(raw, source)
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise ManifestInvalid(source, [Issue("", TOO_DEEP)]) from None
+    try:
+        return validate_data(raw, source)
+    except RecursionError:
+        raise ManifestInvalid(source, [Issue("", TOO_DEEP)]) from None
 
 
 def load_manifest(path: str | Path) -> Manifest:
@@ -166,6 +174,9 @@ def load_manifest(path: str | Path) -> Manifest:
         raise ManifestInvalid(str(path), [Issue("", reason)]) from None
     try:
         text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ManifestInvalid(str(path), [Issue("", "not UTF-8 text")]) from None
+    except UnicodeDecodeError as exc:
+        reason = f"not UTF-8 text (a binary file?): bad byte at offset {exc.start}"
+        raise ManifestInvalid(str(path), [Issue("", reason)]) from None
+    if "\x00" in text:
+        raise ManifestInvalid(str(path), [Issue("", "not a manifest: a binary file (NUL bytes)")])
     return parse_manifest(text, str(path))

@@ -25,6 +25,8 @@ class PermissionPolicy:
     allow_high_risk: bool = False
     human: bool = False
     """Whether someone can be asked (a terminal, or an embedding app that answers)."""
+    chosen: bool = True
+    """False when nobody picked the policy (``deny`` by default): refusals then say so."""
 
     def decide(self, risk: RiskLevel) -> PolicyDecision | None:
         """A decision, or None when a human must decide."""
@@ -36,10 +38,11 @@ class PermissionPolicy:
                 "deny", by, "policy 'ask' but nobody can be asked; use --permissions allow|deny"
             )
         if self.name == "deny":
+            why = "the default without a terminal" if not self.chosen else "as chosen"
             return PolicyDecision(
                 "deny",
                 by,
-                "denied by policy 'deny' (the default without a terminal); "
+                f"denied by policy 'deny' ({why}); "
                 "rerun with --permissions ask|allow|bypass to permit tools",
             )
         # allow and bypass approve, except high risk without the explicit flag
@@ -56,5 +59,7 @@ class PermissionPolicy:
 
     @property
     def permission_mode(self) -> str:
-        """What ``cap.session.config.permission_mode`` tells the agent."""
-        return "none" if self.name == "bypass" else "interactive"
+        """What ``cap.session.config.permission_mode`` tells the agent: ``interactive`` when a
+        human answers (ask), ``confirm`` when trio-cap's policy answers every request (allow,
+        deny), ``none`` when the agent asks nothing (bypass, its own no-prompt mode)."""
+        return {"bypass": "none", "ask": "interactive"}.get(self.name, "confirm")

@@ -66,4 +66,4 @@ async def test_with_a_terminal_the_human_is_asked_and_their_answers_are_logged(t
     text = shown.stdout.decode()
     assert "permissions ask" in text
     assert "allow_once by human" in text and "deny by human" in text
-    assert "answered by human: 'blue'" in text
+    assert 'answered by human: "blue"' in text
