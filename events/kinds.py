@@ -86,6 +86,8 @@ class SessionInputRequired(Event, tag="session.input_required"):
     turn: int
     reason: Literal["ask", "permission"]
     ref: str
+    risk: RiskLevel | None = None
+    """For a permission: trio-cap's own rating (the request's ``risk_level`` is the agent's)."""
 
 
 class SessionTurnEnded(Event, tag="session.turn_ended"):
@@ -194,6 +196,23 @@ class PermissionDecided(Event, tag="permission.decided"):
     decision: Decision
     by: str
     reason: str = ""
+    risk: RiskLevel | None = None
+    """The effective rating a policy decided on: max(agent's claim, trio-cap's rating)."""
+    agent_risk: RiskLevel | None = None
+    """What the agent itself claimed (``risk_level``, or ``_meta["cap.agent_risk"]``)."""
+
+
+class PermissionPathsResolved(Event, tag="permission.paths_resolved"):
+    """Which workspace paths a permission request names resolve outside it (symlinks).
+
+    The session actor looks at the filesystem once, when the request arrives, and logs
+    what it found just before the request; the session machine rates from this event,
+    so a replay rates the same way with no filesystem.
+    """
+
+    req_id: str
+    checked: int = 0
+    outside: tuple[str, ...] = ()
 
 
 class AskAnswered(Event, tag="ask.answered"):
@@ -379,6 +398,7 @@ LIFECYCLE_EVENTS: tuple[type[Event], ...] = (
     LogLost,
     LogUndecodable,
     AgentRaw,
+    PermissionPathsResolved,
 )
 COMMAND_EVENTS: tuple[type[Event], ...] = (
     InputInjected,
@@ -433,6 +453,7 @@ AnyEvent = (
     | CancelRequested
     | PermissionDecided
     | AskAnswered
+    | PermissionPathsResolved
     | CapSessionReady
     | TextChunk
     | ToolCallStart

@@ -41,6 +41,7 @@ from trio_cap.actors.session.machine import (
     SessionMachine,
     State,
 )
+from trio_cap.actors.session.resolve import with_resolved_paths
 from trio_cap.actors.session.timers import Timeouts, TurnTimer
 from trio_cap.events.kinds import BindingFallback, Cancel, CapError, Event
 from trio_cap.events.log.base import EventLog
@@ -253,6 +254,11 @@ class SessionActor(Actor):
 
     async def _agent_events(self, events: list[Event]) -> None:
         machine = self.machine
+        # raw output past the session's budget is counted, not stored; permission requests
+        # get the symlink facts the machine rates from (logged, so replay needs no disk)
+        events = await with_resolved_paths(machine.admit(events), machine.config.cwd)
+        if not events:
+            return
         last = await self.log.append(events, stream=self.stream, cause=machine.turn_cause)
         outputs = machine.on_agent(events, last - len(events) + 1)
         if outputs:

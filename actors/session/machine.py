@@ -30,8 +30,10 @@ from typing import Any
 
 import attrs
 
-from trio_cap.actors.risk import infer_risk, max_risk
+from trio_cap.actors.bindings.base import AGENT_RISK
+from trio_cap.actors.risk import RISK_ORDER, max_risk, rate
 from trio_cap.actors.session.policy import PermissionPolicy
+from trio_cap.actors.session.raw_budget import DEFAULT_RAW_BUDGET, RawBudget
 from trio_cap.events.kinds import (
     AskAnswered,
     AskUser,
@@ -44,8 +46,10 @@ from trio_cap.events.kinds import (
     Event,
     InputInjected,
     PermissionDecided,
+    PermissionPathsResolved,
     PermissionRequest,
     PermissionResponse,
+    RiskLevel,
     SessionCancelled,
     SessionCompleted,
     SessionConfig,
@@ -120,7 +124,9 @@ class Close:
 
 Output = Emit | Send | CancelAgent | Close
 
-_INTERESTING = frozenset({CapSessionReady, PermissionRequest, AskUser, Usage, CapError})
+_INTERESTING = frozenset(
+    {CapSessionReady, PermissionRequest, AskUser, Usage, CapError, PermissionPathsResolved}
+)
 
 
 class SessionMachine:
@@ -131,6 +137,7 @@ class SessionMachine:
         policy: PermissionPolicy,
         *,
         queued_input: bool = False,
+        raw_budget: int = DEFAULT_RAW_BUDGET,
     ) -> None:
         self.created = created
         self.config = config
@@ -150,6 +157,10 @@ class SessionMachine:
         self.last_stop: StopReason | None = None
         self.last_error: CapError | None = None
         self._budget_cancelled = False
+        self.raw = RawBudget(raw_budget)
+        """Raw agent output stored so far; past the budget it is counted, not stored."""
+        self.resolved: dict[str, tuple[str, ...]] = {}
+        """req_id -> workspace paths the actor found resolve outside (permission.paths_resolved)."""
         self.timed_out: CapError | None = None
         """Set when the oldest turn in flight ran out of time: it ends as failed."""
 
@@ -240,6 +251,9 @@ class SessionMachine:
         }[type(event)]
         self.queue.clear()
         out: list[Output] = []
+        dropped = self.raw.final()
+        if dropped:
+            out.append(Emit(tuple(dropped), self.turn_cause))
         if cancel:
             out.append(CancelAgent("session", "session closed", self.turn_cause))
         out += [Emit((event,), self.turn_cause), Close()]
@@ -343,6 +357,10 @@ class SessionMachine:
         ]
 
     # ---- what the agent said ------------------------------------------------
+    def admit(self, events: Sequence[Event]) -> list[Event]:
+        """What of an agent batch the log stores: raw output past the budget is counted."""
+        return self.raw.admit(events)
+
     def on_agent(self, events: Sequence[Event], first_seq: int) -> list[Output]:
         out: list[Output] = []
         interesting = _INTERESTING
@@ -359,6 +377,8 @@ class SessionMachine:
                 out += self._usage(ev, seq)  # type: ignore[arg-type]
             elif kind is CapError:
                 self.turn_error = ev  # type: ignore[assignment]
+            elif kind is PermissionPathsResolved:
+                self.resolved[ev.req_id] = ev.outside  # type: ignore[attr-defined]
             elif kind is CapSessionReady and self.state is State.STARTING:
                 self.state = State.READY
                 out.append(Emit((SessionReady(agent_session_id=ev.session_id),), seq))  # type: ignore[attr-defined]
@@ -366,17 +386,25 @@ class SessionMachine:
         return out
 
     def _permission(self, req: PermissionRequest, seq: int) -> list[Output]:
-        inferred = infer_risk(req.tool, req.intent, req.scope, self.config.cwd)
-        risk = max_risk(req.risk_level, inferred)
+        """Risk is decided here and only here: max(agent's claim, trio-cap's own rating).
+
+        The rating comes from the tool, scope and input (and the logged symlink facts),
+        never from the agent, so an agent cannot talk a delete down to "medium".
+        """
+        claim = _agent_claim(req)
+        rating = rate(req.tool, req.intent, req.scope, self.config.cwd,
+                      outside=self.resolved.pop(req.req_id, ()))
+        risk = max_risk(max_risk(claim, req.risk_level), rating.level)
         decided = self.policy.decide(risk)
         if decided is not None:
             reason = decided.reason
-            if risk != req.risk_level:
-                reason += f" (agent said {req.risk_level}; trio-cap rates it {risk})"
+            if risk != claim:
+                reason += f" (agent said {claim}; trio-cap rates it {risk}: {rating.why})"
             return [
                 Emit(
                     (PermissionDecided(req_id=req.req_id, decision=decided.decision,
-                                       by=decided.by, reason=reason),),
+                                       by=decided.by, reason=reason, risk=risk,
+                                       agent_risk=claim),),
                     seq,
                 ),
                 Send(PermissionResponse(req_id=req.req_id, decision=decided.decision,
@@ -384,7 +412,7 @@ class SessionMachine:
                      seq),
             ]
         self.pending_permissions[req.req_id] = seq
-        return self._wait_for_human("permission", req.req_id, seq)
+        return self._wait_for_human("permission", req.req_id, seq, risk)
 
     def _ask(self, ask: AskUser, seq: int) -> list[Output]:
         if not self.policy.human:
@@ -395,10 +423,13 @@ class SessionMachine:
         self.pending_asks[ask.ask_id] = ask
         return self._wait_for_human("ask", ask.ask_id, seq)
 
-    def _wait_for_human(self, reason: str, ref: str, seq: int) -> list[Output]:
+    def _wait_for_human(self, reason: str, ref: str, seq: int,
+                        risk: RiskLevel | None = None) -> list[Output]:
         if self.state in BUSY:
             self.state = State.INPUT_REQUIRED
-        return [Emit((SessionInputRequired(turn=self.turn, reason=reason, ref=ref),), seq)]  # type: ignore[arg-type]
+        required = SessionInputRequired(turn=self.turn, reason=reason, ref=ref,  # type: ignore[arg-type]
+                                        risk=risk)
+        return [Emit((required,), seq)]
 
     def _usage(self, usage: Usage, seq: int) -> list[Output]:
         self.cost_usd += usage.cost_usd_estimate
@@ -445,6 +476,15 @@ class SessionMachine:
         self.state = State.READY
         out.append(Emit((SessionIdle(turn=turn, stop_reason=stop_reason),), cause))
         return out + self._next_turn()
+
+
+def _agent_claim(req: PermissionRequest) -> RiskLevel:
+    """The agent's own rating: ``_meta["cap.agent_risk"]`` when a binding passed one through,
+    else the request's ``risk_level`` (CAP's default, medium, when the wire had none)."""
+    claimed = (req.meta or {}).get(AGENT_RISK)
+    if isinstance(claimed, str) and claimed in RISK_ORDER:
+        return claimed  # type: ignore[return-value]
+    return req.risk_level
 
 
 def _with_message(

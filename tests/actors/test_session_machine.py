@@ -154,7 +154,8 @@ def test_high_risk_goes_to_a_human_when_one_is_there():
     m.on_command(InputInjected(text="go"), 11)
     high = PermissionRequest(req_id="p2", tool="Bash", intent={"command": "sudo ls"})
     out = m.on_agent([high], 20)
-    assert events(out) == [SessionInputRequired(turn=1, reason="permission", ref="p2")]
+    assert events(out) == [SessionInputRequired(turn=1, reason="permission", ref="p2",
+                                                risk="high")]
     assert m.state is State.INPUT_REQUIRED
     cmd = PermissionDecided(req_id="p2", decision="allow_always", by="human")
     assert m.refusal(cmd) is None
