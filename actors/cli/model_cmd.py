@@ -35,10 +35,21 @@ script format (TOML):
   delay_ms = 200                       # slow stream: pause between chunks
   json = { answer = 42 }               # reply to JSON-mode requests
 
+rule patterns (match, system, model) are RE2: linear-time matching, no
+backreferences or look-around (refused at load, naming the rule).
+
 endpoints: POST /v1/chat/completions, /v1/responses, /v1/messages[?beta=true],
 /v1/messages/count_tokens, /v1beta/models/M:generateContent,
 /v1beta/models/M:streamGenerateContent[?alt=sse], /v1beta/models/M:countTokens;
 GET /v1/models, /v1beta/models; HEAD any path.
+
+limits: request bodies up to 16 MiB (after gzip/deflate decoding); a larger body
+gets HTTP 413 with a JSON error as soon as it passes the limit (at once when
+Content-Length declares it). Scripts up to 16 MiB.
+
+exit status: 0 stopped by SIGTERM; 130 by Ctrl-C; 1 the --record file stopped
+accepting writes; 2 bad usage, an unusable script or record file, or an address
+that cannot be listened on (e.g. the port is already in use).
 """
 
 
@@ -79,8 +90,13 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from trio_cap.actors.model_server.record import RecordError
     from trio_cap.actors.model_server.script import ScriptError, default_script, load_script
-    from trio_cap.actors.model_server.server import parse_listen, serve_until_signalled
+    from trio_cap.actors.model_server.server import (
+        ListenError,
+        parse_listen,
+        serve_until_signalled,
+    )
 
     try:
         host, port = parse_listen(args.listen)
@@ -95,11 +111,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ScriptError as exc:
         print(f"cap model serve: invalid script: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"cap model serve: warning: binding {host}, not loopback: anyone who can reach "
-              "this address can use the server", file=sys.stderr)
     try:
         return trio.run(serve_until_signalled, script, host, port, args.record)
-    except OSError as exc:
-        print(f"cap model serve: cannot listen on {args.listen}: {exc}", file=sys.stderr)
+    except (ListenError, RecordError) as exc:
+        print(f"cap model serve: {exc}", file=sys.stderr)
         return EXIT_USAGE

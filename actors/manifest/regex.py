@@ -56,6 +56,25 @@ def compile_line_pattern(pattern: str) -> re2._Regexp:
         raise PatternError(_explain(text)) from None
 
 
+@functools.lru_cache(maxsize=512)
+def compile_text_pattern(pattern: str) -> re2._Regexp:
+    """Compile as written (``^``/``$`` anchor to the whole text, as ``re.search`` does).
+
+    For patterns matched against one whole message rather than lines of output
+    (the model server's script rules); raises :class:`PatternError` outside the subset.
+    """
+    if "(?P=" in pattern:  # RE2 reports it as an unknown operator; name what it is
+        raise PatternError("backreferences are not supported (RE2 subset)")
+    try:
+        return re2.compile(pattern, _OPTIONS)
+    except UnicodeEncodeError:
+        raise PatternError("not valid Unicode text (lone surrogate)") from None
+    except re2.error as exc:
+        raw = exc.args[0] if exc.args else b""
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        raise PatternError(_explain(text)) from None
+
+
 def check_pattern(pattern: str) -> str | None:
     """The reason ``pattern`` is rejected, or None when RE2 accepts it."""
     try:

@@ -4,11 +4,19 @@ Everything that decides anything lives in the sans-io modules; this file only
 reads the body, records the request, applies the plan's timing (a slow stream
 sleeps between chunks) and writes the frames.  It runs under hypercorn's Trio
 worker, so ``trio.sleep`` is the right sleep.
+
+Hostile clients are bounded here: a body is counted while it streams in and
+refused with 413 as soon as it passes :data:`MAX_BODY_BYTES` (a
+``content-length`` above the limit is refused before a byte is read), and a
+compressed body may not inflate past the same limit.  Whatever a request
+contains, the answer is an HTTP status with a JSON error, never a traceback in
+the server's output.
 """
 
 from __future__ import annotations
 
-import gzip
+import contextlib
+import sys
 import zlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -43,20 +51,65 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 _JSON = b"application/json"
 
+MAX_BODY_BYTES = 16 * 1024 * 1024
+"""Largest request body accepted (after decompression): 16 MiB.  Real agents' requests,
+long conversations with tool output included, stay far below it."""
+
 
 class BadRequest(Exception):
     pass
 
 
-def _decode_body(raw: bytes, encoding: str) -> bytes:
+class TooLarge(Exception):
+    pass
+
+
+def _inflate(raw: bytes, wbits: int, limit: int) -> bytes:
+    """Decompress every member, refusing to produce more than ``limit`` bytes (zip bombs)."""
+    out: list[bytes] = []
+    size = 0
+    while raw:
+        inflater = zlib.decompressobj(wbits)
+        piece = inflater.decompress(raw, limit - size + 1)
+        size += len(piece)
+        if size > limit:
+            raise TooLarge(f"the body inflates past {limit} bytes")
+        out.append(piece)
+        if not inflater.eof:
+            if inflater.unconsumed_tail:
+                raise TooLarge(f"the body inflates past {limit} bytes")
+            raise BadRequest("truncated compressed body")
+        raw = inflater.unused_data if wbits == _GZIP else b""
+    return b"".join(out)
+
+
+_GZIP = 16 + zlib.MAX_WBITS
+
+
+def _decode_body(raw: bytes, encoding: str, limit: int = MAX_BODY_BYTES) -> bytes:
     encoding = encoding.strip().lower()
     if encoding in ("", "identity"):
         return raw
     if encoding == "gzip":
-        return gzip.decompress(raw)
+        return _inflate(raw, _GZIP, limit)
     if encoding == "deflate":
-        return zlib.decompress(raw)
+        return _inflate(raw, zlib.MAX_WBITS, limit)
     raise BadRequest(f"unsupported content-encoding {encoding!r}")
+
+
+def _record_base(scope: Scope) -> dict[str, Any]:
+    query_string = scope.get("query_string", b"").decode("latin-1")
+    return {"method": scope["method"], "path": scope["path"],
+            "query": dict(clean_query(query_string)),
+            "headers": clean_headers(scope.get("headers", [])), "body": None,
+            "route": route(scope["method"], scope["path"]).kind}
+
+
+def _declared_length(headers: list[tuple[bytes, bytes]]) -> int | None:
+    for name, value in headers:
+        if name.lower() == b"content-length" and value.strip().isdigit():
+            return int(value)
+    return None
 
 
 def _error_body(api: str, fault: Fault) -> dict[str, Any]:
@@ -100,10 +153,12 @@ def render(rt: Route, req: ChatRequest, plan: ReplyPlan, query: dict[str, str]
 class ModelApp:
     """One scripted model; its state advances with every planned request."""
 
-    def __init__(self, script: Script, recorder: Recorder | None = None) -> None:
+    def __init__(self, script: Script, recorder: Recorder | None = None, *,
+                 max_body: int = MAX_BODY_BYTES) -> None:
         self.script = script
         self.state = ScriptState()
         self.recorder = recorder if recorder is not None else Recorder()
+        self.max_body = max_body
 
     def set_script(self, script: Script) -> None:
         """Swap the script and start its turns from the beginning."""
@@ -121,15 +176,51 @@ class ModelApp:
                     return
         if scope["type"] != "http":
             return
-        chunks = []
+        try:
+            raw = await self._read_body(scope, receive, send)
+            if raw is not None:
+                await self._handle(scope, raw, send)
+        except Exception as exc:  # the last resort: one line and a 500, the server goes on
+            where = f"{scope.get('method')} {scope.get('path')}"
+            print(f"cap model serve: internal error on {where}: {type(exc).__name__}: "
+                  f"{' '.join(str(exc).split())[:200]}", file=sys.stderr, flush=True)
+            with contextlib.suppress(Exception):  # fails if the response had already begun
+                await self._respond(send, 500, _JSON, [dumps(
+                    {"error": {"message": "internal error", "code": 500}})])
+
+    async def _read_body(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
+        """The whole body, or None when the request was refused (413) or abandoned."""
+        limit = self.max_body
+        declared = _declared_length(scope.get("headers", []))
+        if declared is not None and declared > limit:
+            await self._too_large(scope, send, f"content-length {declared} is over the "
+                                  f"{limit}-byte limit")
+            return None
+        chunks: list[bytes] = []
+        size = 0
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
+                return None
+            body = message.get("body", b"")
+            size += len(body)
+            if size > limit:
+                chunks.clear()  # refuse at once; the rest is never read
+                await self._too_large(scope, send, f"the body is over the {limit}-byte limit")
+                return None
+            chunks.append(body)
             if not message.get("more_body"):
-                break
-        await self._handle(scope, b"".join(chunks), send)
+                return b"".join(chunks)
+
+    async def _too_large(self, scope: Scope, send: Send, detail: str) -> None:
+        record = _record_base(scope)
+        record["reply"] = {"status": 413, "error": detail}
+        self.recorder.add(record)
+        rt_kind = record["route"]
+        api = "gemini" if rt_kind.startswith("gemini") else rt_kind
+        body = _error_body(api, Fault(status=413, message=f"request too large: {detail}"))
+        # connection: close, since the unread rest of the body cannot be skipped cheaply
+        await self._respond(send, 413, _JSON, [dumps(body)], [(b"connection", b"close")])
 
     async def _respond(self, send: Send, status: int, ctype: bytes, frames: list[bytes],
                        headers: Sequence[tuple[bytes, bytes]] = (), delay_ms: int = 0) -> None:
@@ -147,23 +238,23 @@ class ModelApp:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _handle(self, scope: Scope, raw: bytes, send: Send) -> None:
-        method, path = scope["method"], scope["path"]
         query_string = scope.get("query_string", b"").decode("latin-1")
-        query = dict(clean_query(query_string))
         raw_query = dict(parse_qsl(query_string, keep_blank_values=True))
-        headers = clean_headers(scope.get("headers", []))
-        record: dict[str, Any] = {"method": method, "path": path, "query": query,
-                                  "headers": headers, "body": None}
-        rt = route(method, path)
-        record["route"] = rt.kind
+        record = _record_base(scope)
+        rt = route(scope["method"], scope["path"])
+        headers = record["headers"]
         try:
-            body_bytes = _decode_body(raw, headers.get("content-encoding", ""))
+            body_bytes = _decode_body(raw, headers.get("content-encoding", ""), self.max_body)
             body = msgspec.json.decode(body_bytes) if body_bytes else None
-        except (BadRequest, OSError, zlib.error, msgspec.DecodeError) as exc:
+        except TooLarge as exc:
+            await self._too_large(scope, send, str(exc))
+            return
+        except (BadRequest, OSError, zlib.error, msgspec.DecodeError, RecursionError) as exc:
+            detail = "JSON nested too deeply" if isinstance(exc, RecursionError) else str(exc)
             record["body"] = raw.decode("utf-8", "replace")
-            record["reply"] = {"status": 400, "error": str(exc)}
+            record["reply"] = {"status": 400, "error": detail}
             self.recorder.add(record)
-            await self._respond(send, 400, _JSON, [dumps({"error": {"message": str(exc)}})])
+            await self._respond(send, 400, _JSON, [dumps({"error": {"message": detail}})])
             return
         record["body"] = body
         status, ctype, frames, extra, delay = self._dispatch(rt, body, len(raw), raw_query,

@@ -42,9 +42,14 @@ def estimate_tokens(raw_size: int) -> int:
     return max(1, raw_size // 4)
 
 
-def text_of(content: Any) -> str:
+_MAX_CONTENT_DEPTH = 32
+"""Real content is two or three levels deep; a client's deeper nesting is not text we need,
+and following it would let one request exhaust the stack."""
+
+
+def text_of(content: Any, depth: int = 0) -> str:
     """Concatenate the text parts of any of the APIs' content representations."""
-    if content is None:
+    if content is None or depth > _MAX_CONTENT_DEPTH:
         return ""
     if isinstance(content, str):
         return content
@@ -52,12 +57,12 @@ def text_of(content: Any) -> str:
         if isinstance(content.get("text"), str):
             return content["text"]
         if "content" in content:
-            return text_of(content["content"])
+            return text_of(content["content"], depth + 1)
         if "parts" in content:
-            return text_of(content["parts"])
+            return text_of(content["parts"], depth + 1)
         return ""
     if isinstance(content, list):
-        return "\n".join(t for t in (text_of(c) for c in content) if t)
+        return "\n".join(t for t in (text_of(c, depth + 1) for c in content) if t)
     return ""
 
 

@@ -29,7 +29,7 @@ from typing import Any, Literal
 import msgspec
 
 from trio_cap.actors.model_server.parse import ChatRequest
-from trio_cap.actors.model_server.script import Fault, Reply, Rule, Script
+from trio_cap.actors.model_server.script import Fault, Reply, Rule, Script, search
 
 # Side requests some agents make next to the real turn (peers.md, cross-cutting findings).
 SIDE_REQUEST_PATTERNS: tuple[re.Pattern[str], ...] = (
@@ -37,6 +37,9 @@ SIDE_REQUEST_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"Generate a concise, single-line task title"),
 )
 SIDE_REPLY = Reply(text="Fake title")
+
+_WORD = re.compile(r"\S+\s*")
+_LEADING_SPACE = re.compile(r"\s*")
 
 
 class ScriptState(msgspec.Struct, frozen=True):
@@ -110,7 +113,8 @@ def _rule_matches(rule: Rule, req: ChatRequest) -> bool:
         return False
     checks = ((rule.match, req.last_user_text), (rule.system, req.system_text),
               (rule.model, req.model))
-    if any(p is not None and re.search(p, text) is None for p, text in checks):
+    # RE2 (script.search): the text is the client's, so matching must stay linear.
+    if any(p is not None and not search(p, text) for p, text in checks):
         return False
     return not (rule.tool_calls and not req.tool_names)
 
@@ -203,4 +207,11 @@ def chunk_text(text: str, chunk_chars: int = 0) -> list[str]:
         return []
     if chunk_chars > 0:
         return [text[i : i + chunk_chars] for i in range(0, len(text), chunk_chars)]
-    return re.findall(r"\s*\S+\s*", text) or [text]
+    # Not r"\s*\S+\s*": on a long run of spaces that pattern backtracks quadratically.
+    pieces = _WORD.findall(text)
+    if not pieces:
+        return [text]
+    lead = _LEADING_SPACE.match(text)
+    if lead is not None and lead.end():
+        pieces[0] = text[: lead.end()] + pieces[0]
+    return pieces

@@ -7,6 +7,7 @@ as written, one flushed line each, to the optional file.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import parse_qsl
@@ -44,34 +45,70 @@ def clean_query(query: str) -> dict[str, str]:
             for k, v in parse_qsl(query, keep_blank_values=True)}
 
 
-class Recorder:
-    """Keeps every record; lets a test wait for the n-th one instead of sleeping."""
+class RecordError(Exception):
+    """The record file cannot be opened; the message is one line naming it."""
 
-    def __init__(self, path: Path | None = None) -> None:
+
+class Recorder:
+    """Keeps every record; lets a test wait for the n-th one instead of sleeping.
+
+    ``keep=False`` (the CLI) counts records without holding them: a long-running
+    server must not keep every request body it ever saw in memory.  A write that
+    fails (disk full, file gone) does not fail the request: recording stops,
+    ``failure`` says why in one line and ``failed`` is set, so the owner can stop
+    serving rather than go on with a record that silently lacks requests.
+    """
+
+    def __init__(self, path: Path | None = None, *, keep: bool = True) -> None:
         self.path = path
+        self.keep = keep
         self.records: list[dict[str, Any]] = []
+        self.count = 0
+        self.failure: str | None = None
+        self.failed = trio.Event()
         self._file: IO[bytes] | None = None
         self._waiters: list[tuple[int, trio.Event]] = []
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = path.open("ab")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._file = path.open("ab")
+            except OSError as exc:
+                raise RecordError(f"cannot open the record file {path}: "
+                                  f"{exc.strerror or exc}") from None
 
     def add(self, record: dict[str, Any]) -> None:
-        record = {"seq": len(self.records) + 1, **record}
-        self.records.append(record)
+        self.count += 1
+        record = {"seq": self.count, **record}
+        if self.keep:
+            self.records.append(record)
         if self._file is not None:
-            self._file.write(dumps(record) + b"\n")
-            self._file.flush()
+            self._write(record)
         still = []
         for n, event in self._waiters:
-            if len(self.records) >= n:
+            if self.count >= n:
                 event.set()
             else:
                 still.append((n, event))
         self._waiters = still
 
+    def _write(self, record: dict[str, Any]) -> None:
+        assert self._file is not None
+        try:
+            line = dumps(record)
+        except RecursionError:
+            line = dumps({**record, "body": "<body nested too deeply to record>"})
+        try:
+            self._file.write(line + b"\n")
+            self._file.flush()
+        except OSError as exc:
+            self.failure = f"cannot write the record file {self.path}: {exc.strerror or exc}"
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None
+            self.failed.set()
+
     async def wait_for(self, count: int) -> list[dict[str, Any]]:
-        if len(self.records) < count:
+        if self.count < count:
             event = trio.Event()
             self._waiters.append((count, event))
             await event.wait()
@@ -79,5 +116,6 @@ class Recorder:
 
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()
+            with contextlib.suppress(OSError):
+                self._file.close()
             self._file = None

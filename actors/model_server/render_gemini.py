@@ -15,8 +15,8 @@ from trio_cap.actors.model_server.script import Fault
 from trio_cap.actors.model_server.sse import dumps, sse
 
 _STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
-           404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE",
-           504: "DEADLINE_EXCEEDED"}
+           404: "NOT_FOUND", 413: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL",
+           503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
 
 
 def usage(plan: ReplyPlan) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from trio_cap.actors.model_server.script import Fault
 from trio_cap.actors.model_server.sse import CREATED, json_arguments, split_in_two, sse
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
-                404: "not_found_error", 429: "rate_limit_exceeded"}
+                404: "not_found_error", 413: "invalid_request_error", 429: "rate_limit_exceeded"}
 
 
 def call_id(plan_call_id: str) -> str:

@@ -19,16 +19,30 @@ reply that silently never happens.  Example::
     thinking = "Short."
     text = "first answer"
     error = { status = 429, retry_after = 1, times = 1 }   # fail once, then answer
+
+Rule patterns (``match``, ``system``, ``model``) are RE2, not Python ``re``: the
+text they are matched against is whatever a client sends, and a backtracking
+engine lets one request (``(a+)+$`` against 35 characters) freeze the whole
+server.  RE2 matches in linear time; what it refuses (backreferences,
+look-around) is refused when the script is loaded, naming the rule.  ``^`` and
+``$`` anchor to the whole text, as ``re.search`` does (RE2's ``$`` does not
+also match before a final newline).
+
+A script file is read with a bound (:data:`MAX_SCRIPT_BYTES`) and every way it
+can be unusable (missing, a directory, binary, not UTF-8, not TOML, nested too
+deeply for the parser, off-schema) is one :class:`ScriptError` line naming the
+file and the problem.
 """
 
 from __future__ import annotations
 
-import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
+
+from trio_cap.actors.manifest.regex import PatternError, compile_text_pattern
 
 ApiName = Literal["openai-chat", "openai-responses", "anthropic", "gemini"]
 
@@ -87,16 +101,35 @@ class Script(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     models: list[str] = msgspec.field(default_factory=lambda: ["fake-model"])
 
 
+MAX_SCRIPT_BYTES = 16 * 1024 * 1024
+"""Scripts are small; a larger file is a mistake (a log, an image, /dev/zero)."""
+
+_PATTERN_FIELDS = ("match", "system", "model")
+
+
 def _check_regexes(script: Script) -> None:
     for i, rule in enumerate(script.rules):
-        for field in ("match", "system", "model"):
+        for field in _PATTERN_FIELDS:
             pattern = getattr(rule, field)
             if pattern is None:
                 continue
             try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ScriptError(f"rules[{i}].{field}: bad regex {pattern!r}: {exc}") from exc
+                compile_text_pattern(pattern)
+            except PatternError as exc:
+                raise ScriptError(f"rules[{i}].{field}: {exc}: {_short(pattern)}") from None
+
+
+def search(pattern: str, text: str) -> bool:
+    """Whether a (load-checked) rule pattern occurs in ``text``; linear time."""
+    return compile_text_pattern(pattern).search(text) is not None
+
+
+def _short(pattern: str) -> str:
+    return repr(pattern) if len(pattern) <= 80 else repr(pattern[:77]) + "…"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def script_from_obj(obj: Any) -> Script:
@@ -104,23 +137,50 @@ def script_from_obj(obj: Any) -> Script:
     try:
         script = msgspec.convert(obj, Script)
     except msgspec.ValidationError as exc:
-        raise ScriptError(str(exc)) from exc
+        raise ScriptError(_one_line(str(exc))) from None
+    except RecursionError:
+        raise ScriptError("nested too deeply") from None
     _check_regexes(script)
     return script
+
+
+def _read_bounded(path: Path) -> bytes:
+    # Read at most one byte past the limit: /dev/zero or a huge file must not fill memory.
+    with path.open("rb") as file:
+        data = file.read(MAX_SCRIPT_BYTES + 1)
+    if len(data) > MAX_SCRIPT_BYTES:
+        raise ScriptError(f"larger than {MAX_SCRIPT_BYTES // (1024 * 1024)} MiB; "
+                          "not a model script")
+    return data
 
 
 def load_script(path: str | Path) -> Script:
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = _read_bounded(path)
     except OSError as exc:
-        raise ScriptError(f"{path}: {exc.strerror or exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ScriptError(f"{path}: {exc}") from exc
-    try:
-        return script_from_obj(data)
+        raise ScriptError(f"{path}: {exc.strerror or exc}") from None
     except ScriptError as exc:
-        raise ScriptError(f"{path}: {exc}") from exc
+        raise ScriptError(f"{path}: {exc}") from None
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise ScriptError(f"{path}: UTF-16 text, not UTF-8; save the script as UTF-8")
+    if b"\0" in data:
+        raise ScriptError(f"{path}: a binary file (it contains NUL bytes), not a TOML script")
+    try:
+        text = data.decode("utf-8").removeprefix("\ufeff")  # editors' byte-order mark
+    except UnicodeDecodeError as exc:
+        raise ScriptError(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                          f"{exc.start}); a model script is TOML") from None
+    try:
+        obj = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScriptError(f"{path}: not valid TOML: {_one_line(str(exc))}") from None
+    except RecursionError:
+        raise ScriptError(f"{path}: nested too deeply to parse") from None
+    try:
+        return script_from_obj(obj)
+    except ScriptError as exc:
+        raise ScriptError(f"{path}: {exc}") from None
 
 
 def default_script(text: str = "hello from fake model") -> Script:
