@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
+from trio_cap.actors.ids import IdSource
 from trio_cap.events.kinds import CancelScope, Event, SessionConfig
 
 
@@ -38,6 +39,10 @@ class AgentSpec:
     url: str | None = None
     options: dict[str, Any] = attrs.field(factory=dict)
     """Binding-specific settings (e.g. the inproc brain's script)."""
+    ids: IdSource | None = None
+    """The orchestrator's id source: a connector that needs ids (agent session ids,
+    prompt uuids) takes them from here, so a run with deterministic ids is deterministic
+    end to end.  None: the connector makes random ones."""
 
 
 class Connection(Protocol):

@@ -19,9 +19,8 @@ import trio
 
 from trio_cap.actors.agent.script import Script, load_script
 from trio_cap.actors.bindings.base import UPDATED_INPUT
-from trio_cap.actors.bindings.inproc import InprocConnector
-from trio_cap.actors.bindings.stream_json.connector import StreamJsonConnector
-from trio_cap.actors.connection import AgentSpec, Connector
+from trio_cap.actors.bindings.registry import ConnectorRegistry, plugin_plan
+from trio_cap.actors.connection import AgentSpec
 from trio_cap.actors.ids import IdSource, RandomIds
 from trio_cap.actors.manifest import (
     AdHocError,
@@ -234,10 +233,9 @@ class Orchestrator:
         """Turn/idle limits for sessions whose caller and manifest name none (``cap run``
         sets an idle timeout here; an embedding app gets none unless it asks)."""
         self._changed = trio.Event()
-        self.connectors: dict[str, Connector] = {
-            "inproc": InprocConnector(),
-            "stream-json": StreamJsonConnector(),
-        }
+        self.connectors = ConnectorRegistry()
+        """Binding name → connector, from entry points (``trio_cap.bindings``); set an
+        entry (``orch.connectors["stream-json"] = …``) to override one for this orchestrator."""
 
     async def _project(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
         subscription = self.log.subscribe(self.state.last_seq + 1)
@@ -309,7 +307,10 @@ class Orchestrator:
         try:
             plan = resolved.plan(force=binding)
         except BindingNotOffered as exc:
-            raise UnknownAgent(str(exc)) from None
+            extra = plugin_plan(resolved.manifest, binding) if binding in self.connectors else None
+            if extra is None:
+                raise UnknownAgent(str(exc)) from None
+            plan = extra  # a plug-in's binding, which no manifest can declare
         if not plan.candidates:
             raise UnknownAgent(f"agent {agent!r} offers no binding trio-cap can speak")
         if isinstance(script, str | os.PathLike):
@@ -352,12 +353,12 @@ class Orchestrator:
                 url=planned.url,
                 options={"script": script, "agent_session_id": f"agent-{sid}",
                          "manifest": resolved.manifest},
+                ids=self.ids,
             )
             unavailable = None
-            if not planned.available:
+            unavailable = self.connectors.why_unavailable(planned.binding)
+            if unavailable is None and not planned.available:
                 unavailable = missing_program(planned.program or "")
-            elif planned.binding not in self.connectors:
-                unavailable = f"the {planned.binding} binding is not in this build of trio-cap yet"
             connector = self.connectors.get(planned.binding) if unavailable is None else None
             candidates.append(Candidate(planned.binding, spec, connector, unavailable))
         machine = SessionMachine(

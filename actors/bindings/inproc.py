@@ -9,7 +9,7 @@ same as when a real agent process dies.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -18,7 +18,9 @@ import trio
 from trio_cap.actors.agent.brain import ScriptedBrain
 from trio_cap.actors.agent.core import AgentCore, Emitted
 from trio_cap.actors.agent.script import Script
-from trio_cap.actors.bindings.base import AgentBatch, AgentGone, TurnEnded
+from trio_cap.actors.bindings.base import AgentGone
+from trio_cap.actors.bindings.deliver import Deliverer
+from trio_cap.actors.bindings.process import open_task_group
 from trio_cap.actors.connection import AgentSpec
 from trio_cap.events.kinds import Cancel, CancelScope, Event
 
@@ -45,19 +47,7 @@ class InprocConnector:
         script: Script | None = spec.options.get("script")
         frames_send, frames_receive = trio.open_memory_channel[Event](64)
 
-        async def emit(items: Sequence[Emitted]) -> None:
-            events: list[Event] = []
-            for item in items:
-                if isinstance(item, TurnEnded):
-                    if events:
-                        await deliver.send(AgentBatch(events))
-                        events = []
-                    await deliver.send(item)
-                else:
-                    events.append(item)
-            if events:
-                await deliver.send(AgentBatch(events))
-
+        emit: Callable[[Sequence[Emitted]], Awaitable[None]] = Deliverer(deliver)
         core = AgentCore(ScriptedBrain(script), emit, session_id=spec.options.get(
             "agent_session_id", "cap-agent"))
 
@@ -74,10 +64,12 @@ class InprocConnector:
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
 
-        async with trio.open_nursery() as nursery, deliver:
-            nursery.start_soon(serve)
-            try:
-                yield InprocConnection(frames_send)
-            finally:
-                frames_send.close()
-                nursery.cancel_scope.cancel()
+        try:
+            async with open_task_group() as nursery:
+                nursery.start_soon(serve)
+                try:
+                    yield InprocConnection(frames_send)
+                finally:
+                    frames_send.close()
+        finally:
+            deliver.close()  # sync: a checkpoint here could replace the caller's error

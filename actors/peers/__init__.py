@@ -5,6 +5,7 @@
 :func:`run_peer` / :func:`spawn_peer` start it in its own process group and end the group.
 """
 
+from trio_cap.actors.bindings.process import kill_process_group
 from trio_cap.actors.peers.catalog import PEERS, PeerSpec, resolve_names
 from trio_cap.actors.peers.env import PeerEnv, isolated_env
 from trio_cap.actors.peers.install import (
@@ -17,7 +18,7 @@ from trio_cap.actors.peers.install import (
     peers_root,
     status,
 )
-from trio_cap.actors.peers.process import PeerRun, kill_process_group, run_peer, spawn_peer
+from trio_cap.actors.peers.process import PeerRun, run_peer, spawn_peer
 
 __all__ = [
     "PEERS",

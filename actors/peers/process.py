@@ -3,13 +3,14 @@
 npm bin wrappers (codex, codex-acp) are node scripts that spawn a native child,
 and several agents ignore stdin EOF (peers.md), so killing the direct child is
 not enough: an orphan keeps running and keeps our output pipes open.  Starting
-each peer in a new session and signalling the whole group fixes both.
+each peer in a new session and signalling the whole group fixes both; the
+group killing itself is the binding kit's (``bindings/process.py``), which
+must not import this test-peers package.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -18,27 +19,7 @@ from pathlib import Path
 import attrs
 import trio
 
-
-def _signal_group(pgid: int, signum: int) -> bool:
-    try:
-        os.killpg(pgid, signum)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
-async def kill_process_group(proc: trio.Process, grace: float = 5.0) -> None:
-    """SIGTERM the group, give the leader ``grace`` seconds, then SIGKILL what is left.
-
-    Also used after a clean exit: it reaps children the leader left behind.
-    """
-    pgid = proc.pid  # start_new_session=True makes the child its group's leader
-    with trio.CancelScope(shield=True):
-        if proc.returncode is None and _signal_group(pgid, signal.SIGTERM):
-            with trio.move_on_after(grace):
-                await proc.wait()
-        _signal_group(pgid, signal.SIGKILL)
-        await proc.wait()
+from trio_cap.actors.bindings.process import kill_process_group
 
 
 @asynccontextmanager

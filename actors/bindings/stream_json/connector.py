@@ -1,169 +1,125 @@
-"""The stream-json binding's Trio shell: spawn, pump bytes through the driver, reap.
+"""The stream-json binding's Trio shell: the kit's process and delivery around the driver.
 
-Everything protocol-shaped happens in :class:`StreamJsonDriver`; this module
-owns the process.  The agent runs in its own process group (its tools spawn
-children that must die with it) with ``cwd`` = the session's directory.
-stdout is read in large chunks and every chunk's events go to the session
-as one batch; stderr is logged as ``agent.raw`` events up to a budget, and
-its tail explains a crash.  Closing is graceful first — stdin closed, the
-agent finishes and exits — then SIGTERM and SIGKILL to the group, and the
-child is always reaped, also when the caller is cancelled.
+Everything protocol-shaped happens in :class:`StreamJsonDriver`; the process
+rules (own process group, budgeted stderr, stdin EOF → SIGTERM → SIGKILL of
+the group on every exit path, always reaped) are :mod:`..process`'s, and the
+batching into the session inbox is :mod:`..deliver`'s.  What is left here is
+the stream-json handshake and its failure modes, each a one-line
+:class:`ConnectError` with the process group already gone:
+
+=============================  ===================================================
+what happens during ``open``   what the caller gets
+=============================  ===================================================
+the program cannot start       ``cannot start 'x': program not found …``
+``initialize`` is refused      ``stream-json initialize failed: …``
+the agent exits first          ``stream-json agent ended during the handshake: …``
+no answer within N s           ``stream-json agent did not answer initialize within N s``
+the caller is cancelled        ``Cancelled`` (the group is killed and reaped first)
+an error in the caller's body  that error, unchanged (the group is ended first)
+=============================  ===================================================
+
+A handshake failure is raised after the reader nursery is closed, never
+inside it (trio would wrap it in an ExceptionGroup; cancelling the nursery
+while it propagated once turned it into contextlib's "generator didn't
+yield"); the caller's own errors come back through ``open_task_group`` as
+themselves.  Ids (the agent session id, prompt uuids) come from the
+spec's id source, so deterministic ids give a deterministic run.
 """
 
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
 
-from trio_cap.actors.bindings.base import AgentBatch, AgentGone, TurnEnded
-from trio_cap.actors.bindings.stream_json.driver import (
-    DriverState,
-    Output,
-    StreamJsonDriver,
-    ToAgent,
-)
+from trio_cap.actors.bindings.base import AgentGone
+from trio_cap.actors.bindings.deliver import Deliverer
+from trio_cap.actors.bindings.process import AgentProcess, open_task_group, spawn_agent
+from trio_cap.actors.bindings.stream_json.driver import DriverState, StreamJsonDriver
 from trio_cap.actors.bindings.stream_json.driver_argv import driver_argv
 from trio_cap.actors.bindings.stream_json.driver_blocks import BINDING
 from trio_cap.actors.connection import AgentSpec, ConnectError
-from trio_cap.actors.peers.process import kill_process_group
-from trio_cap.events.kinds import AgentRaw, Cancel, CancelScope, Event
+from trio_cap.actors.ids import IdSource, RandomIds
+from trio_cap.events.kinds import Cancel, CancelScope, Event
 
-STDERR_BUDGET = 64 * 1024
-"""stderr bytes kept in the log per session; the rest is counted."""
-_READ_SIZE = 256 * 1024
+_UUIDS = uuid.UUID("6f1c2b0e-2a57-4d43-9c55-7472696f2d63")
+"""Namespace for the uuids derived from an id source (Claude Code wants uuids)."""
+
+
+def uuid_source(ids: IdSource) -> Callable[[], str]:
+    """Uuids made from ``ids``: as unique as its ids, and as deterministic."""
+    return lambda: str(uuid.uuid5(_UUIDS, ids.new("uuid")))
 
 
 class StreamJsonConnection:
-    def __init__(self, proc: trio.Process, driver: StreamJsonDriver,
-                 deliver: trio.MemorySendChannel[Any], grace: float) -> None:
-        self.proc = proc
+    def __init__(self, agent: AgentProcess, driver: StreamJsonDriver,
+                 deliver: trio.MemorySendChannel[Any]) -> None:
+        self.agent = agent
+        self.proc = agent.proc
         self.driver = driver
         self.deliver = deliver
-        self.grace = grace
+        self.out = Deliverer(deliver, write=agent.write, kill=self._kill)
         self.settled = trio.Event()
         """Set when the handshake succeeded or failed, or the agent went away."""
         self.gone_reason: str | None = None
-        self._write_lock = trio.Lock()
         self._closing = False
-        self._stderr_done = trio.Event()
-        self._stderr_tail = b""
 
     # ---- Connection -------------------------------------------------------
     async def send(self, frames: Sequence[Event]) -> None:
-        data = b"".join(self.driver.send(frame) for frame in frames)
-        await self._write(data)
+        await self.agent.write(b"".join(self.driver.send(frame) for frame in frames))
 
     async def cancel(self, scope: CancelScope) -> None:
         if scope == "session":
-            await self._close_stdin()  # the agent finishes queued work and exits
+            await self.agent.close_stdin()  # the agent finishes queued work and exits
             return
-        await self._write(self.driver.send(Cancel(scope="current_turn")))
+        await self.agent.write(self.driver.send(Cancel(scope="current_turn")))
 
     # ---- plumbing ---------------------------------------------------------
-    async def _write(self, data: bytes) -> None:
-        if not data or self.proc.stdin is None:
-            return
-        async with self._write_lock:
-            try:
-                await self.proc.stdin.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass  # the agent is gone; the stdout reader reports it
+    async def _kill(self, reason: str) -> None:
+        await self.agent.terminate()
 
-    async def _close_stdin(self) -> None:
-        if self.proc.stdin is not None:
-            async with self._write_lock:
-                try:
-                    await self.proc.stdin.aclose()
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    pass
-
-    async def _dispatch(self, outputs: list[Output]) -> None:
-        events: list[Event] = []
-        for item in outputs:
-            if isinstance(item, TurnEnded):
-                if events:
-                    await self.deliver.send(AgentBatch(events))
-                    events = []
-                await self.deliver.send(item)
-            elif isinstance(item, ToAgent):
-                await self._write(item.data)
-            else:
-                events.append(item)
-        if events:
-            await self.deliver.send(AgentBatch(events))
+    async def _feed(self, data: bytes) -> None:
+        await self.out(self.driver.receive_data(data))
         if self.driver.state in (DriverState.READY, DriverState.FAILED):
             self.settled.set()
 
     async def read_stdout(self) -> None:
-        stdout = self.proc.stdout
-        assert stdout is not None
         try:
-            while data := await stdout.receive_some(_READ_SIZE):
-                await self._dispatch(self.driver.receive_data(data))
-            await self._dispatch(self.driver.receive_eof())
-            with trio.move_on_after(self.grace):
-                await self._stderr_done.wait()
-                await self.proc.wait()
-            self.gone_reason = self._describe_exit()
+            await self.agent.pump_stdout(self._feed)
+            await self.out(self.driver.receive_eof())
+            await self.agent.wait_exit()
+            self.gone_reason = self.agent.describe_exit()
             self.settled.set()
             if not self._closing:
-                await self.deliver.send(AgentGone(self.gone_reason, self.proc.returncode))
+                await self.deliver.send(AgentGone(self.gone_reason, self.agent.returncode))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self.settled.set()  # the session stopped listening; shutdown follows
+            self.settled.set()  # the session stopped listening, or we closed: shutdown follows
 
     async def read_stderr(self) -> None:
-        stderr = self.proc.stderr
-        assert stderr is not None
-        kept = dropped = 0
-        try:
-            while data := await stderr.receive_some(_READ_SIZE):
-                self._stderr_tail = (self._stderr_tail + data)[-2048:]
-                room = STDERR_BUDGET - kept
-                if room <= 0:
-                    dropped += len(data)
-                    continue
-                piece = data[:room]
-                kept += len(piece)
-                dropped += len(data) - len(piece)
-                await self.deliver.send(AgentBatch([AgentRaw(
-                    binding=BINDING, reason="stderr", source="stderr",
-                    text=piece.decode("utf-8", errors="replace"))]))
-            if dropped:
-                await self.deliver.send(AgentBatch([AgentRaw(
-                    binding=BINDING, reason="stderr_truncated", source="stderr",
-                    text=f"{dropped} more bytes of stderr were not kept", truncated=dropped)]))
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        finally:
-            self._stderr_done.set()
+        await self.agent.pump_stderr(self.out.events)
 
-    def _describe_exit(self) -> str:
-        code = self.proc.returncode
-        if code is None:
-            what = "the agent closed its output but did not exit"
-        elif code < 0:
-            what = f"the agent was killed by {signal.Signals(-code).name}"
-        else:
-            what = f"the agent exited with code {code}"
-        tail = self._stderr_tail.decode("utf-8", errors="replace").strip()
-        return f"{what}; stderr: {tail[-500:]}" if tail else what
+    async def handshake(self, seconds: float) -> str | None:
+        """Send ``initialize`` and wait for its answer; why it failed, or None."""
+        await self.agent.write(self.driver.initialize())
+        with trio.move_on_after(seconds):
+            await self.settled.wait()
+        if self.driver.state is DriverState.READY:
+            return None
+        if self.driver.handshake_error:
+            return f"stream-json initialize failed: {self.driver.handshake_error}"
+        if self.gone_reason:
+            return f"stream-json agent ended during the handshake: {self.gone_reason}"
+        return f"stream-json agent did not answer initialize within {seconds:g} s"
 
     async def shutdown(self) -> None:
         """Close stdin, give the agent ``grace`` seconds to exit, then end its group."""
         self._closing = True
-        with trio.CancelScope(shield=True):
-            await self._close_stdin()
-            with trio.move_on_after(self.grace):
-                await self.proc.wait()
-            await kill_process_group(self.proc, self.grace)
-            self.driver.close()
+        await self.agent.terminate()  # shielded
+        self.driver.close()
 
 
 class StreamJsonConnector:
@@ -171,7 +127,8 @@ class StreamJsonConnector:
 
     ``env`` is added to the inherited environment (an isolated peer's HOME and
     model URL, for instance); ``grace`` is the time the agent gets to exit
-    after stdin closes, and again after SIGTERM.
+    after stdin closes, and again after SIGTERM; ``init_timeout`` overrides
+    the manifest's ``startup.init_timeout_seconds`` (default 60 s).
     """
 
     binding = BINDING
@@ -202,39 +159,29 @@ class StreamJsonConnector:
     async def open(self, spec: AgentSpec,
                    deliver: trio.MemorySendChannel[Any]) -> AsyncIterator[StreamJsonConnection]:
         config = spec.config
-        agent_session = config.session_resume_id or str(uuid.uuid4())
+        new_uuid = uuid_source(spec.ids or RandomIds())
+        agent_session = config.session_resume_id or new_uuid()
         argv = driver_argv(spec.argv, config, agent_session)
+        timeout = self._timeout(spec)
+        failure: str | None = None
         try:
-            proc = await trio.lowlevel.open_process(
-                list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, cwd=config.cwd, env=self._env(spec),
-                start_new_session=True)
-        except OSError as exc:
-            raise ConnectError(f"cannot start {argv[0]!r}: {exc}") from exc
-        driver = StreamJsonDriver(new_uuid=lambda: str(uuid.uuid4()), session_id=agent_session,
-                                  cwd=config.cwd)
-        conn = StreamJsonConnection(proc, driver, deliver, self.grace)
-        try:
-            async with trio.open_nursery() as nursery, deliver:
-                nursery.start_soon(conn.read_stderr)
-                nursery.start_soon(conn.read_stdout)
-                try:
-                    await conn._write(driver.initialize())
-                    with trio.move_on_after(self._timeout(spec)):
-                        await conn.settled.wait()
-                    if driver.state is not DriverState.READY:
-                        raise ConnectError(self._why_not_ready(conn))
-                    yield conn
-                finally:
-                    await conn.shutdown()
-                    nursery.cancel_scope.cancel()
+            async with spawn_agent(argv, cwd=config.cwd, env=self._env(spec), binding=BINDING,
+                                   grace=self.grace) as agent:
+                driver = StreamJsonDriver(new_uuid=new_uuid, session_id=agent_session,
+                                          cwd=config.cwd)
+                conn = StreamJsonConnection(agent, driver, deliver)
+                async with open_task_group() as readers:
+                    readers.start_soon(conn.read_stderr)
+                    readers.start_soon(conn.read_stdout)
+                    failure = await conn.handshake(timeout)
+                    if failure is None:
+                        try:
+                            yield conn
+                        finally:
+                            await conn.shutdown()
+                    else:  # no grace for an agent that failed its handshake
+                        await agent.terminate(graceful=False)
         finally:
-            await kill_process_group(proc, self.grace)  # reaped whatever happened above
-
-    def _why_not_ready(self, conn: StreamJsonConnection) -> str:
-        driver = conn.driver
-        if driver.handshake_error:
-            return f"stream-json initialize failed: {driver.handshake_error}"
-        if conn.gone_reason:
-            return f"stream-json agent ended during the handshake: {conn.gone_reason}"
-        return "stream-json agent did not answer initialize in time"
+            deliver.close()  # our clone of the inbox; sync, so nothing can replace an error
+        if failure is not None:
+            raise ConnectError(failure)  # raised out here: a plain error, never a group

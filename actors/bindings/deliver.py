@@ -1,0 +1,74 @@
+"""The one loop from a machine's outputs to the session actor's inbox.
+
+Every binding's shell calls a :class:`Deliverer` with whatever its machine
+(or brain) returned for one step, so the rules of delivery are the same for
+all of them:
+
+* all events of one step travel as **one** :class:`AgentBatch` (one inbox
+  message and, downstream, one log append: DESIGN §3.6, batch at every hop);
+* :class:`TurnEnded` and :class:`AgentGone` are forwarded **in order**: the
+  events before them are flushed first, so a turn's last text is logged
+  before the turn ends and a crash report is logged before the session fails;
+* :class:`ToAgent` bytes go to the ``write`` callback at once, in order (they
+  do not split the batch: the agent and the inbox are different places);
+* :class:`KillAgent` flushes the events before it (its reason is in them)
+  then calls ``kill``.
+
+A machine may use its own ToAgent-shaped class (any value with a ``data``
+attribute of bytes); anything else that is not an event is a bug in the
+machine and raises ``TypeError`` at once rather than being dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+import trio
+
+from trio_cap.actors.bindings.base import AgentBatch, AgentGone, KillAgent, ToAgent, TurnEnded
+from trio_cap.events.kinds import Event
+
+Write = Callable[[bytes], Awaitable[Any]]
+Kill = Callable[[str], Awaitable[Any]]
+
+
+class Deliverer:
+    """Batches one step's outputs into the session inbox; see the module rules."""
+
+    def __init__(self, inbox: trio.MemorySendChannel[Any], *, write: Write | None = None,
+                 kill: Kill | None = None) -> None:
+        self.inbox = inbox
+        self._write = write
+        self._kill = kill
+
+    async def __call__(self, outputs: Iterable[object]) -> None:
+        events: list[Event] = []
+        for item in outputs:
+            if isinstance(item, Event):
+                events.append(item)
+            elif isinstance(item, TurnEnded | AgentGone):
+                if events:
+                    await self.inbox.send(AgentBatch(events))
+                    events = []
+                await self.inbox.send(item)
+            elif isinstance(item, KillAgent):
+                if events:
+                    await self.inbox.send(AgentBatch(events))
+                    events = []
+                if self._kill is None:
+                    raise TypeError(f"{item!r}: this shell cannot end its agent")
+                await self._kill(item.reason)
+            elif isinstance(item, ToAgent) or isinstance(getattr(item, "data", None), bytes):
+                if self._write is None:
+                    raise TypeError(f"{type(item).__name__}: this shell has no agent to write to")
+                await self._write(item.data)  # type: ignore[attr-defined]
+            else:
+                raise TypeError(f"a machine returned {item!r}, which is not an output")
+        if events:
+            await self.inbox.send(AgentBatch(events))
+
+    async def events(self, events: list[Event]) -> None:
+        """Deliver events the shell made itself (stderr, for instance) as one batch."""
+        if events:
+            await self.inbox.send(AgentBatch(events))
