@@ -50,7 +50,8 @@ READERS = frozenset(
 )
 TEXT = frozenset(
     {"echo", "printf", "true", "false", ":", "sleep", "test", "[", "seq", "wait", "which",
-     "type", "whoami", "id", "uname", "nproc", "tr", "yes", "arch", "tty", "dirs", "jobs"}
+     "type", "whoami", "id", "uname", "nproc", "tr", "yes", "arch", "tty", "dirs", "jobs",
+     "exit", "return", "break", "continue", "shift"}
 )
 WRITERS = frozenset({"mkdir", "touch", "cp", "mv", "tee", "sort", "uniq", "truncate", "split"})
 RUNNERS = frozenset(
@@ -156,6 +157,9 @@ def paths(judge: Judge, args: Args, *, write: bool = False, delete: bool = False
         if arg == "-":
             continue
         judge.path(arg, write=write, delete=delete, what=what)
+        key, eq, value = arg.partition("=")
+        if eq and value and "/" not in key:
+            judge.path(value, write=write, what=what)  # `make CC=../x`, `of=/dev/sda`
 
 
 def _attached_path(tail: str) -> bool:

@@ -78,6 +78,9 @@ def rate_git(judge: Judge, args: Args) -> None:
     assert sub is not None
     if sub in READ:
         operands = tail
+        if sub == "grep" and any(a is not None and a.startswith(("-O", "--open-files-in-pager"))
+                                 for a in tail):
+            judge.high("git grep -O runs a pager program")
         if sub == "grep":
             operands = [a for a in tail if a is None or a.startswith("-")] + _after_pattern(tail)
         paths(judge, operands, what=f"git {sub} reads", not_paths=_NOT_PATHS)

@@ -1,4 +1,8 @@
-"""A per-session budget on stored raw agent output (``agent.raw``, ``cap.pty.raw_bytes``).
+"""A per-session budget on stored raw agent output.
+
+Raw output is ``agent.raw`` (unknown frames, stderr), ``cap.pty.raw_bytes``, and the
+``cap.error`` ``parse_failed`` events that carry an unreadable line (their text is the
+agent's output too: a flood of garbage lines must not get around the budget).
 
 Why: raw output has no CAP meaning and no natural bound; an agent that floods
 its stdout with unknown lines would grow the log without limit (200 MB of
@@ -6,15 +10,15 @@ output made a 240 MB log).  So the session stores raw output up to a budget
 of characters (:data:`DEFAULT_RAW_BUDGET`, 1 MiB), then counts what it drops
 instead of storing it: ONE ``session.warning`` (``raw_output_dropped``) marks
 the moment the budget ran out, and a second one with the final count is
-written when the session ends.  Typed events (text, tool calls, errors) are
-never dropped.  Pure: it sees events, not bytes or time.
+written when the session ends.  Typed events (text, tool calls, other errors)
+are never dropped.  Pure: it sees events, not bytes or time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from trio_cap.events.kinds import AgentRaw, Event, PtyRawBytes, SessionWarning
+from trio_cap.events.kinds import AgentRaw, CapError, Event, PtyRawBytes, SessionWarning
 
 DEFAULT_RAW_BUDGET = 1 << 20
 """Characters of raw agent output one session stores (1 MiB)."""
@@ -68,4 +72,8 @@ def _raw_size(event: Event) -> int | None:
         return len(event.text) + 1  # type: ignore[attr-defined]
     if kind is PtyRawBytes:
         return len(event.bytes_b64) + 1  # type: ignore[attr-defined]
+    if kind is CapError and event.code == "parse_failed":  # type: ignore[attr-defined]
+        raw = (event.details or {}).get("raw")  # type: ignore[attr-defined]
+        if isinstance(raw, str):
+            return len(raw) + len(event.message) + 1  # type: ignore[attr-defined]
     return None

