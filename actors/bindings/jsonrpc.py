@@ -341,6 +341,8 @@ class JsonRpc:
 
     def forget(self, request_id: Id) -> str | None:
         """Stop waiting for a response (timed out, cancelled); a late one becomes stray."""
+        if type(request_id) not in (int, str):  # 5.0 or True would find the integer 5 or 1
+            return None
         entry = self._pending.pop(request_id, None)
         return entry[0] if entry is not None else None
 

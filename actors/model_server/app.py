@@ -7,8 +7,9 @@ worker, so ``trio.sleep`` is the right sleep.
 
 Hostile clients are bounded here: a body is counted while it streams in and
 refused with 413 as soon as it passes :data:`MAX_BODY_BYTES` (a
-``content-length`` above the limit is refused before a byte is read), and a
-compressed body may not inflate past the same limit.  Whatever a request
+``content-length`` above the limit is refused before a byte is read), a
+compressed body may not inflate past the same limit, and all bodies being
+received at once share :data:`MAX_BUFFERED_BYTES` (503 beyond it).  Whatever a request
 contains, the answer is an HTTP status with a JSON error, never a traceback in
 the server's output.
 """
@@ -54,6 +55,12 @@ _JSON = b"application/json"
 MAX_BODY_BYTES = 16 * 1024 * 1024
 """Largest request body accepted (after decompression): 16 MiB.  Real agents' requests,
 long conversations with tool output included, stay far below it."""
+
+
+MAX_BUFFERED_BYTES = 4 * MAX_BODY_BYTES
+"""Body bytes held at once by all requests still being received: many slow clients each
+sending up to the per-request limit get 503 (retry after 1 s) beyond this, not all the
+memory there is."""
 
 
 class BadRequest(Exception):
@@ -154,11 +161,14 @@ class ModelApp:
     """One scripted model; its state advances with every planned request."""
 
     def __init__(self, script: Script, recorder: Recorder | None = None, *,
-                 max_body: int = MAX_BODY_BYTES) -> None:
+                 max_body: int = MAX_BODY_BYTES,
+                 max_buffered: int = MAX_BUFFERED_BYTES) -> None:
         self.script = script
         self.state = ScriptState()
         self.recorder = recorder if recorder is not None else Recorder()
         self.max_body = max_body
+        self.max_buffered = max_buffered
+        self._buffered = 0  # body bytes held by requests still being received
 
     def set_script(self, script: Script) -> None:
         """Swap the script and start its turns from the beginning."""
@@ -189,38 +199,58 @@ class ModelApp:
                     {"error": {"message": "internal error", "code": 500}})])
 
     async def _read_body(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
-        """The whole body, or None when the request was refused (413) or abandoned."""
+        """The whole body, or None when the request was refused (413, 503) or abandoned."""
         limit = self.max_body
         declared = _declared_length(scope.get("headers", []))
         if declared is not None and declared > limit:
-            await self._too_large(scope, send, f"content-length {declared} is over the "
-                                  f"{limit}-byte limit")
+            await self._refuse(scope, send, 413, f"content-length {declared} is over the "
+                               f"{limit}-byte limit")
             return None
         chunks: list[bytes] = []
         size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            body = message.get("body", b"")
-            size += len(body)
-            if size > limit:
-                chunks.clear()  # refuse at once; the rest is never read
-                await self._too_large(scope, send, f"the body is over the {limit}-byte limit")
-                return None
-            chunks.append(body)
-            if not message.get("more_body"):
-                return b"".join(chunks)
+        try:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return None
+                body = message.get("body", b"")
+                size += len(body)
+                self._buffered += len(body)
+                refusal = None
+                if size > limit:
+                    refusal = 413, f"the body is over the {limit}-byte limit"
+                elif self._buffered > self.max_buffered:
+                    refusal = 503, ("busy: too many request bodies are being received at "
+                                    "once; retry")
+                if refusal is not None:
+                    # Give the bytes back before answering: a client slow to read the
+                    # refusal must not keep holding the budget meanwhile.
+                    chunks.clear()
+                    self._buffered -= size
+                    size = 0
+                    await self._refuse(scope, send, *refusal)
+                    return None
+                chunks.append(body)
+                if not message.get("more_body"):
+                    return b"".join(chunks)
+        finally:
+            self._buffered -= size
 
-    async def _too_large(self, scope: Scope, send: Send, detail: str) -> None:
+    async def _refuse(self, scope: Scope, send: Send, status: int, detail: str) -> None:
+        """A refusal before the body was read: recorded, in the API's own error shape."""
         record = _record_base(scope)
-        record["reply"] = {"status": 413, "error": detail}
+        record["reply"] = {"status": status, "error": detail}
         self.recorder.add(record)
         rt_kind = record["route"]
         api = "gemini" if rt_kind.startswith("gemini") else rt_kind
-        body = _error_body(api, Fault(status=413, message=f"request too large: {detail}"))
+        message = f"request too large: {detail}" if status == 413 else detail
+        retry = 1.0 if status == 503 else None
+        body = _error_body(api, Fault(status=status, message=message, retry_after=retry))
         # connection: close, since the unread rest of the body cannot be skipped cheaply
-        await self._respond(send, 413, _JSON, [dumps(body)], [(b"connection", b"close")])
+        headers = [(b"connection", b"close")]
+        if retry is not None:
+            headers.append((b"retry-after", b"1"))
+        await self._respond(send, status, _JSON, [dumps(body)], headers)
 
     async def _respond(self, send: Send, status: int, ctype: bytes, frames: list[bytes],
                        headers: Sequence[tuple[bytes, bytes]] = (), delay_ms: int = 0) -> None:
@@ -247,7 +277,7 @@ class ModelApp:
             body_bytes = _decode_body(raw, headers.get("content-encoding", ""), self.max_body)
             body = msgspec.json.decode(body_bytes) if body_bytes else None
         except TooLarge as exc:
-            await self._too_large(scope, send, str(exc))
+            await self._refuse(scope, send, 413, str(exc))
             return
         except (BadRequest, OSError, zlib.error, msgspec.DecodeError, RecursionError) as exc:
             detail = "JSON nested too deeply" if isinstance(exc, RecursionError) else str(exc)

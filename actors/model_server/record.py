@@ -8,6 +8,8 @@ as written, one flushed line each, to the optional file.
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import parse_qsl
@@ -45,6 +47,14 @@ def clean_query(query: str) -> dict[str, str]:
             for k, v in parse_qsl(query, keep_blank_values=True)}
 
 
+def _open_append(path: Path) -> IO[bytes]:
+    """Open for appending without ever blocking: a FIFO nobody reads fails (ENXIO) at once
+    instead of hanging the server before it listens."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "ab")
+
+
 class RecordError(Exception):
     """The record file cannot be opened; the message is one line naming it."""
 
@@ -71,10 +81,11 @@ class Recorder:
         if path is not None:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                self._file = path.open("ab")
+                self._file = _open_append(path)
             except OSError as exc:
-                raise RecordError(f"cannot open the record file {path}: "
-                                  f"{exc.strerror or exc}") from None
+                why = ("a FIFO that no process is reading" if exc.errno == errno.ENXIO
+                       else exc.strerror or str(exc))
+                raise RecordError(f"cannot open the record file {path}: {why}") from None
 
     def add(self, record: dict[str, Any]) -> None:
         self.count += 1

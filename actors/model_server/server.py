@@ -27,7 +27,7 @@ from hypercorn.config import Config, Sockets
 from hypercorn.trio.run import worker_serve
 from hypercorn.utils import wrap_app
 
-from trio_cap.actors.model_server.app import MAX_BODY_BYTES, ModelApp
+from trio_cap.actors.model_server.app import MAX_BODY_BYTES, MAX_BUFFERED_BYTES, ModelApp
 from trio_cap.actors.model_server.record import Recorder
 from trio_cap.actors.model_server.script import Script, default_script
 
@@ -120,14 +120,15 @@ def _config(host: str, port: int, quiet: bool) -> Config:
 async def open_model_server(
     script: Script | None = None, *, host: str = "127.0.0.1", port: int = 0,
     record: Path | None = None, quiet: bool = True, keep_records: bool = True,
-    max_body: int = MAX_BODY_BYTES,
+    max_body: int = MAX_BODY_BYTES, max_buffered: int = MAX_BUFFERED_BYTES,
 ) -> AsyncIterator[ModelServer]:
     """Serve ``script``; raises :class:`ListenError` or ``RecordError`` (one line) at start."""
     config = _config(host, port, quiet)
     recorder = Recorder(record, keep=keep_records)
     try:
         sockets = bind_sockets(config, host, port)
-        app = ModelApp(script or default_script(), recorder, max_body=max_body)
+        app = ModelApp(script or default_script(), recorder, max_body=max_body,
+                       max_buffered=max_buffered)
         stop = trio.Event()
         async with trio.open_nursery() as nursery:
             binds = await nursery.start(partial(

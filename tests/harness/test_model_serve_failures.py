@@ -8,6 +8,7 @@ problem, that no traceback appears, and that it ended within the bound.
 from __future__ import annotations
 
 import gzip
+import os
 import socket
 from pathlib import Path
 
@@ -100,3 +101,10 @@ def test_unopenable_record_file_is_one_line(tmp_path: Path, target: str, needle:
     path = target if target.startswith("/") else str(tmp_path)
     result = run_serve(["--record", path])
     assert_one_line_failure(result, 2, "cannot open the record file", path, needle)
+
+
+def test_record_fifo_without_a_reader_is_one_line_not_a_hang(tmp_path: Path) -> None:
+    fifo = tmp_path / "record.fifo"
+    os.mkfifo(fifo)
+    result = run_serve(["--record", str(fifo)])
+    assert_one_line_failure(result, 2, "cannot open the record file", str(fifo), "FIFO")

@@ -345,6 +345,7 @@ def test_a_second_response_to_the_same_id_is_stray() -> None:
 def test_forgotten_requests_turn_late_responses_stray() -> None:
     rpc = JsonRpc()
     rid, _ = rpc.request("slow")
+    assert rpc.forget(float(rid)) is None and rpc.forget(str(rid)) is None  # exact type only
     assert rpc.forget(rid) == "slow" and rpc.forget(rid) is None
     assert isinstance(rpc.receive(f'{{"jsonrpc":"2.0","id":{rid},"result":1}}'.encode()),
                       StrayResponse)
