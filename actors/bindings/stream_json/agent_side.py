@@ -39,6 +39,11 @@ Rules
    control request we cannot read an ``error`` control response.
 7. A permission the machine cannot settle is denied, never allowed: an
    unreadable answer, an error answer, stdin closing on an open prompt.
+8. Effects run after the call that returned them, when later lines of the
+   same read may already have moved the state on; so every frame is decided
+   when its cause is processed.  The machine's own records (a ``cap.error``
+   for a bad line, a refusal) are shown as they are made, and
+   :meth:`AgentSide.logged` renders only the core's events.
 
 Transition table (``running`` = a turn is open; ``draining`` = stdin closed)
 
@@ -161,7 +166,7 @@ class AgentSide:
         self._held: list[bytes] = []  # stream frames waiting for the next turn (rule 3)
         self._eof = False
         self._ended = False
-        self._artifacts: dict[str, tuple[str, str | None]] = {}  # id -> (content, request_id)
+        self._artifacts: dict[str, str] = {}  # transcript artifact id -> control request id
         self._transcripts = 0
         self.total_cost = 0.0
         self._api_ms = 0
@@ -204,7 +209,8 @@ class AgentSide:
         if self._ended:
             return []
         self._queue.clear()
-        return [Record((CapError(code="internal_error", message=message),), after="core-failed")]
+        error = CapError(code="internal_error", message=message)
+        return self._record(error, after="core-failed")
 
     def user_text(self, text: str) -> list[Effect]:
         """A prompt given on the command line (``--input-format text``)."""
@@ -225,7 +231,7 @@ class AgentSide:
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             error = CapError(code="parse_failed", message=f"bad input frame: {exc}",
                              details={"line": line[:500].decode(errors="replace")})
-            return [Record((error,))]
+            return self._record(error)
         match frame:
             case f.User():
                 return self._user(frame)
@@ -256,7 +262,7 @@ class AgentSide:
                              message="cap.session.config must come before the first user "
                                      "message; this one arrived after the session started "
                                      "and was refused")
-            return [Record((error,))]
+            return self._record(error)
         self._config_frame = frame
         return []
 
@@ -287,7 +293,7 @@ class AgentSide:
         out: list[Effect] = []
         if self.config is None:
             self.config = self._effective_config()
-            out += [Record((self.config,)), Deliver((self.config,))]
+            out += [*self._record(self.config), Deliver((self.config,))]
         turn = self._turn = Turn(user_uuid=user_uuid)
         self.builder.model = self.current_model
         self.builder.final_text = ""
@@ -303,7 +309,7 @@ class AgentSide:
                             f"of its ${budget:.6f} budget; the turn was not started")
             error = CapError(code="cap_budget_exceeded", message=turn.refused,
                              details={"prompt": text})
-            return [*out, Record((error,), after="refused")]
+            return [*out, *self._record(error, after="refused")]
         inject = UserInputInject(content=(ContentBlock(text=text),))
         return [*out, Record((inject,), after="inject"), Deliver((inject,))]
 
@@ -350,6 +356,8 @@ class AgentSide:
             event = env.event
             if after == "inject" and isinstance(event, UserInputInject) and self._turn:
                 self._turn.cause = env.seq
+            elif after is not None:
+                continue  # the machine's own record: shown when it was made (rule 8)
             elif isinstance(event, AgentRaw) and event.reason == RAW_LINE:
                 out += self._write(event.text.encode() + b"\n")  # malformed on purpose
             elif type(event).direction == "in":
@@ -363,9 +371,16 @@ class AgentSide:
             else:
                 out.append(Note(message))
             out += self._end_session(1)
-        elif self.diffs.due and self._turn is not None:
-            out += self._diff()
+        elif self.diffs.due and self._turn is not None and after is None:
+            out += self._diff()  # on core events only: for own records the state may be later
         return out
+
+    def _record(self, event: Event, *, after: str = "own") -> list[Effect]:
+        """Log one of the machine's own events, showing it to the client *now*: effects run
+        after the call returns, when later input of the same read may have moved the state
+        on, so what a record shows is decided here, never in :meth:`logged` (rule 8)."""
+        shown = self._agent_event(event) if type(event).direction == "in" else []
+        return [*shown, Record((event,), after=after)]
 
     def turn_ended(self, stop: StopReason) -> list[Effect]:
         if self._turn is None or self._ended:
@@ -445,7 +460,7 @@ class AgentSide:
                                               meta=tools.deny_meta(by, message)))
 
     def _reply(self, frame: Event) -> list[Effect]:
-        return [Record((frame,)), Deliver((frame,))]
+        return [*self._record(frame), Deliver((frame,))]
 
     def _answer(self, body: f.ResponseBody) -> list[Effect]:
         prompt = self._prompts.pop(body.request_id, None)
@@ -453,7 +468,7 @@ class AgentSide:
         if prompt is None or turn is None:
             error = CapError(code="cap_unknown_permission",
                              message=f"no permission prompt is waiting on {body.request_id!r}")
-            return [Record((error,))]
+            return self._record(error)
         result = tools.read_answer(body)
         if prompt.kind == "ask":
             return self._ask_answered(prompt, result, turn)
@@ -523,13 +538,9 @@ class AgentSide:
         return []
 
     def _artifact(self, event: Artifact) -> list[Effect]:
-        ours = self._artifacts.pop(event.artifact_id, None)
         body = f.ArtifactBody(artifact_id=event.artifact_id, mime_type=event.mime_type,
                               name=event.name, size=event.size, uri=event.uri,
-                              content=ours[0] if ours else event.content)
-        if ours is not None and ours[1] is not None:  # a transcript the client asked for
-            return [self._control_send(f.ControlResponse(response=f.ResponseBody(
-                subtype="success", request_id=ours[1], response={"artifact": body})))]
+                              content=event.content)
         # the core's artifacts come at the end of a turn: the model's message is over by then
         out = self._frames(self.builder.end_message("end_turn")) if self._turn else []
         return out + self._extension("cap.artifact", body)
@@ -627,7 +638,7 @@ class AgentSide:
             case f.CapTranscriptRequest():
                 self._transcripts += 1
                 artifact_id = f"transcript_{self._transcripts}"
-                self._artifacts[artifact_id] = ("", rid)
+                self._artifacts[artifact_id] = rid
                 return [ReadTranscript(artifact_id)]
             case str():
                 return [self._error(rid, f"Unsupported control request subtype: {request}",
@@ -671,15 +682,21 @@ class AgentSide:
         return out + self._reply(Cancel(scope="current_turn", reason="interrupt"))
 
     def transcript_ready(self, envs: list[Envelope], artifact_id: str) -> list[Effect]:
-        """The session's envelopes so far, for the requested transcript ``artifact_id``."""
+        """The session's envelopes so far, for the requested transcript ``artifact_id``: the
+        artifact is logged (without its content) and answers the client's request."""
+        request_id = self._artifacts.pop(artifact_id, None)
         model = self.config.model if self.config else None
         content = transcript_document(self.session_id, model or self.current_model, envs)
-        _, request_id = self._artifacts.get(artifact_id, ("", None))
-        self._artifacts[artifact_id] = (content, request_id)
         event = Artifact(artifact_id=artifact_id, mime_type=TRANSCRIPT_MIME,
                          name="transcript.json", size=len(content.encode()),
                          meta={"cap.to_seq": envs[-1].seq if envs else 0})
-        return [Record((event,))]
+        out: list[Effect] = [Record((event,), after="own")]
+        if request_id is not None:
+            body = f.ArtifactBody(artifact_id=artifact_id, mime_type=TRANSCRIPT_MIME,
+                                  name="transcript.json", size=event.size, content=content)
+            out.append(self._control_send(f.ControlResponse(response=f.ResponseBody(
+                subtype="success", request_id=request_id, response={"artifact": body}))))
+        return out
 
     # ---- output: the one gate (rules 2 and 3) ------------------------------------------
     def _write(self, line: bytes) -> list[Effect]:
