@@ -1,12 +1,20 @@
-"""stream-json figures: reading an agent's stdout into typed events, against the peers.
+"""stream-json figures: an agent's stdout read into CAP events, against the peers.
 
-The input is real: trio-cap's own ``cap-agent`` (the stream-json agent side)
-is run once on a long scripted turn with partial messages on, and its stdout —
-Claude-shaped ``stream_event`` deltas, ``assistant`` and ``user`` frames,
-``result``, CAP extension frames — is what every reader gets.  Compared in
-the same run: ``json.loads`` per line (the floor of any Python reader), and the
-official ``claude-agent-sdk``'s own path (``json.loads`` + its
-``parse_message``).  Ratios are trio-cap ÷ peer.
+Two inputs, each a row group:
+
+* **Claude Code traffic** from the shared corpus generator
+  (``../shared/corpus/gen_streamjson.py``: multi-turn sessions with
+  ``--include-partial-messages``, 96 % ``stream_event`` deltas);
+* **cap-agent**: trio-cap's own agent run once on a long scripted turn with
+  partial messages on, its real stdout recorded.
+
+Compared in the same run on the same lines: ``json.loads`` per line (the
+floor of any Python reader) and the official ``claude-agent-sdk``'s own path
+(``json.loads`` + its ``parse_message``).  trio-cap's figure is the whole
+driver path as the connector runs it: reads of up to 256 KiB in, CAP events
+out, a prompt sent before each turn's result arrives.  Ratios are
+trio-cap ÷ peer.  Every run also checks that the events are the same as when
+the same bytes arrive one line per read (text joined, driver rule R2).
 """
 
 from __future__ import annotations
@@ -16,9 +24,15 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from bench.common import median_rate, row
+from bench.corpus import CorpusMissing, stream_json
+
+READ = 256 * 1024
+"""The connector's read size."""
 
 SCRIPT = """
 [[turn]]
@@ -31,8 +45,11 @@ steps = [
 ]
 """
 
+Plan = list[tuple[int, bytes]]
+"""The reads, each with the number of prompts sent just before it."""
 
-def record_stdout(chunks: int, workdir: Path) -> bytes:
+
+def record_cap_agent(chunks: int, workdir: Path) -> bytes:
     script = workdir / "flood.toml"
     script.write_text(SCRIPT % chunks)
     agent = Path(sys.executable).with_name("cap-agent")
@@ -45,66 +62,147 @@ def record_stdout(chunks: int, workdir: Path) -> bytes:
     return result.stdout
 
 
+def plan_reads(stdout: bytes, size: int = READ) -> Plan:
+    """Cut ``stdout`` into reads; each turn's prompt goes out before the read that ends it."""
+    ends: list[int] = []  # byte offset of each result line's newline
+    pos = 0
+    for line in stdout.splitlines(keepends=True):
+        pos += len(line)
+        if line.startswith(b'{"type":"result"'):
+            ends.append(pos - 1)
+    plan: Plan = []
+    for start in range(0, len(stdout), size):
+        stop = start + size
+        plan.append((sum(1 for e in ends if start <= e < stop), stdout[start:stop]))
+    return plan
+
+
+def new_driver() -> Any:
+    from trio_cap.actors.bindings.stream_json.driver import StreamJsonDriver
+
+    ids = itertools.count()
+    return StreamJsonDriver(new_uuid=lambda: f"u{next(ids)}", session_id="bench")
+
+
+def drive(plan: Plan, keep: bool = False) -> list[Any] | int:
+    """The driver over the whole plan: its outputs (``keep``) or how many there were."""
+    from trio_cap.events.kinds import ContentBlock, UserInputInject
+
+    prompt = UserInputInject(content=(ContentBlock(text="go"),))
+    driver = new_driver()
+    outputs: list[Any] = []
+    n = 0
+    for prompts, data in plan:
+        for _ in range(prompts):
+            driver.send(prompt)
+        got = driver.receive_data(data)
+        n += len(got)
+        if keep:
+            outputs += got
+    got = driver.receive_eof()
+    n += len(got)
+    return outputs + got if keep else n
+
+
+def joined_text(outputs: list[Any]) -> list[Any]:
+    """Outputs with consecutive text events of one message joined (driver rule R2)."""
+    import msgspec
+
+    from trio_cap.events.kinds import TextChunk, Thought
+
+    out: list[Any] = []
+    for o in outputs:
+        prev = out[-1] if out else None
+        if (type(o) in (TextChunk, Thought) and type(prev) is type(o)
+                and (prev.message_id, getattr(prev, "channel", None), prev.meta)
+                == (o.message_id, getattr(o, "channel", None), o.meta)):
+            out[-1] = msgspec.structs.replace(prev, text=prev.text + o.text)
+        else:
+            out.append(o)
+    return out
+
+
+def line_plan(plan: Plan) -> Plan:
+    """The same bytes and prompts, one line per read."""
+    stdout = b"".join(data for _, data in plan)
+    prompts = sum(p for p, _ in plan)
+    lines = stdout.splitlines(keepends=True)
+    out: Plan = []
+    for line in lines:
+        out.append((1 if line.startswith(b'{"type":"result"') and prompts else 0, line))
+        prompts -= out[-1][0]
+    return out
+
+
 def bench_json_loads(lines: list[bytes]) -> float:
-    return median_rate(lambda: sum(1 for line in lines if json.loads(line)))
+    loads = json.loads
+    return median_rate(lambda: sum(1 for line in lines if loads(line)))
 
 
-def bench_sdk(lines: list[bytes]) -> float | None:
+def sdk_parser() -> Callable[[dict[str, Any]], Any] | None:
     try:
         from claude_agent_sdk._internal.message_parser import parse_message
     except ImportError:
         return None
+    return parse_message  # type: ignore[no-any-return]
 
+
+def bench_sdk(lines: list[bytes], parse: Callable[[dict[str, Any]], Any]) -> float:
     def once() -> int:
-        n = 0
         for line in lines:
             data = json.loads(line)
             try:
-                parse_message(data)
+                parse(data)
             except Exception:  # the SDK rejects frames it does not know; it still read them
                 pass
-            n += 1
-        return n
+        return len(lines)
 
     return median_rate(once)
 
 
-def bench_driver(stdout: bytes, n_lines: int) -> tuple[float, int]:
-    from trio_cap.actors.bindings.stream_json.driver import StreamJsonDriver
-    from trio_cap.events.kinds import ContentBlock, UserInputInject
-
-    produced = [0]
-
-    def once() -> int:
-        ids = itertools.count()
-        driver = StreamJsonDriver(new_uuid=lambda: f"u{next(ids)}")
-        driver.send(UserInputInject(content=(ContentBlock(text="go"),)))
-        out = 0
-        for i in range(0, len(stdout), 65536):  # reads of 64 KiB, as the shell does
-            out += len(driver.receive_data(stdout[i : i + 65536]))
-        out += len(driver.receive_eof())
-        produced[0] = out
-        return n_lines
-
-    return median_rate(once), produced[0]
+def measure(label: str, stdout: bytes, repeat: int = 3) -> dict[str, float]:
+    """One row group: the peers and the driver on ``stdout``; returns the figures."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    plan = plan_reads(stdout)
+    deltas = sum(1 for line in lines if line.startswith(b'{"type":"stream_event"')
+                 and b'"content_block_delta"' in line[:400])
+    print(f"{label}: {len(lines):,} lines ({len(stdout) / 1e6:.1f} MB, "
+          f"{100 * deltas / len(lines):.0f} % content deltas), reads of {READ // 1024} KiB; "
+          f"medians of {repeat} runs; ratio = trio-cap ÷ peer")
+    loads = bench_json_loads(lines)
+    row("peer: json.loads per line", loads)
+    figures = {"json_loads": loads}
+    parse = sdk_parser()
+    if parse is None:
+        print("  peer: claude-agent-sdk not installed (pip install '.[test]')")
+    else:
+        figures["sdk"] = sdk = bench_sdk(lines, parse)
+        row("peer: claude-agent-sdk json.loads + parse_message", sdk, loads, "vs json.loads")
+    events = drive(plan)
+    figures["driver"] = driver = median_rate(lambda: (drive(plan), len(lines))[1], repeat)
+    row("trio-cap driver: stdout bytes → CAP events", driver, loads, "vs json.loads")
+    if parse is not None:
+        row("", driver, figures["sdk"], "vs claude-agent-sdk")
+    same = joined_text(drive(plan, keep=True)) == joined_text(drive(line_plan(plan), keep=True))
+    print(f"  ({events:,} CAP events and turn ends from {len(lines):,} lines; "
+          f"same events as one line per read: {'yes' if same else 'NO'})")
+    if not same:
+        raise SystemExit("the driver's events depend on how the bytes were read")
+    figures["ratio"] = driver / loads
+    return figures
 
 
 def run(quick: bool = False) -> None:
-    chunks = 20_000 if quick else 100_000
-    with tempfile.TemporaryDirectory() as tmp:
-        stdout = record_stdout(chunks, Path(tmp))
-    lines = [line for line in stdout.splitlines() if line.strip()]
-    print(f"stream-json: {len(lines):,} lines ({len(stdout) / 1e6:.1f} MB) recorded from "
-          f"cap-agent; medians of 3 runs; ratio = trio-cap ÷ peer")
-    loads = bench_json_loads(lines)
-    sdk = bench_sdk(lines)
-    driver, events = bench_driver(stdout, len(lines))
-    row("peer: json.loads per line", loads)
-    if sdk is None:
-        print("  peer: claude-agent-sdk not installed (pip install '.[test]')")
+    n = 40_000 if quick else 200_000
+    missing: CorpusMissing | None = None
+    try:
+        corpus = stream_json(n, seed=20261201)
+    except CorpusMissing as exc:
+        missing = exc
     else:
-        row("peer: claude-agent-sdk json.loads + parse_message", sdk)
-    row("trio-cap driver: bytes → typed frames → CAP events", driver, loads, "vs json.loads")
-    if sdk is not None:
-        row("", driver, sdk, "vs claude-agent-sdk")
-    print(f"  ({events:,} CAP events and markers out of {len(lines):,} lines)")
+        measure("stream-json, Claude Code traffic (shared corpus)", corpus)
+    with tempfile.TemporaryDirectory() as tmp:
+        stdout = record_cap_agent(20_000 if quick else 100_000, Path(tmp))
+    measure("stream-json, cap-agent recorded", stdout)
+    if missing is not None:
+        raise SystemExit(f"bench stream-json: no Claude Code traffic row: {missing}")

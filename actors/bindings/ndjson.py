@@ -280,13 +280,18 @@ class Lines(Generic[T]):
     def __init__(self, items: list[T | Problem], block: bytes | None = None,
                  raws: list[bytes] | None = None) -> None:
         self.items = items
-        self._block = block
-        self._raws = raws
+        self._block = block  # the lines not split yet (after those in _raws)
+        self._raws = raws if raws is not None else []
 
     def raw(self, index: int) -> bytes:
-        if self._raws is None:
-            self._raws = (self._block or b"").split(b"\n")
-        return self._raws[index].rstrip(b"\r")
+        raws = self._raws
+        while index >= len(raws) and self._block is not None:
+            # split only as far as asked: few lines of a read are ever wanted raw
+            need = index + 1 - len(raws)
+            parts = self._block.split(b"\n", need)
+            self._block = parts.pop() if len(parts) > need else None
+            raws += parts
+        return raws[index].rstrip(b"\r")
 
 
 class NdjsonReader(Generic[T]):
@@ -369,10 +374,11 @@ class NdjsonReader(Generic[T]):
         decode = self._decode_block
         if decode is None or self.recovery.holding:
             return None
+        joined = block.replace(b"\n", b",\n")
         try:
-            items = decode(b"[" + block.replace(b"\n", b",\n") + b"]")
+            items = decode(b"".join((b"[", joined, b"]")))
         except (msgspec.DecodeError, ValueError, TypeError):
             return None
-        if len(items) != block.count(b"\n") + 1:
+        if len(items) != len(joined) - len(block) + 1:  # one comma was added per newline
             return None
         return items

@@ -131,9 +131,9 @@ _QUIET_SYSTEM = frozenset({
 """Known ``system`` subtypes with nothing for CAP (R17): dropped, not kept raw."""
 _RISKS = frozenset({"low", "medium", "high"})
 
-# the hot path compares types by identity
-_StreamEvent, _Delta, _Text, _Thinking = (f.StreamEvent, f.ContentBlockDelta, f.TextDelta,
-                                          f.ThinkingDelta)
+_HOT = (f.StreamEvent, f.ContentBlockDelta, f.TextDelta, f.ThinkingDelta, f.InputJsonDelta)
+"""The hot loop compares types by identity, with these bound to locals."""
+_TEXT, _JSON = 1, 2
 
 
 class StreamJsonDriver:
@@ -280,47 +280,60 @@ class StreamJsonDriver:
         return out
 
     def _translate(self, lines: Lines[f.AnyFrame]) -> list[Output]:
-        """The hot loop: one pass over a read's frames, deltas handled inline (R2).
+        """The hot loop: one pass over a read's frames, content deltas handled inline.
 
-        A *run* is consecutive text/thinking deltas of one block; its pieces
-        are collected and become one event when anything else comes, or at
-        the end of the read.
+        A *run* is consecutive deltas of one kind for one block (text or
+        thinking pieces: R2; a tool call's input pieces): the block is looked
+        up once, and the pieces are joined when anything else comes or the
+        read ends.  Everything that is not a delta goes to :meth:`_frame`.
         """
         out: list[Output] = []
+        stream_event, delta_t, text_t, thinking_t, json_t = _HOT
+        run = 0  # 0: no run, _TEXT: text/thinking pieces, _JSON: tool input pieces
         run_block: StreamedBlock | None = None
         run_parts: list[str] = []
-        run_index = run_parent = None
-        running = False  # a run is open (run_block None: its deltas are dropped)
+        run_index = -1
+        run_parent: str | None = None
         for i, frame in enumerate(lines.items):
-            if type(frame) is _StreamEvent:
+            if type(frame) is stream_event:
                 ev = frame.event  # type: ignore[union-attr]
-                if type(ev) is _Delta:
+                if type(ev) is delta_t:
                     delta = ev.delta
                     kind = type(delta)
-                    if kind is _Text or kind is _Thinking:
-                        piece = delta.text if kind is _Text else delta.thinking  # type: ignore[union-attr]
-                        parent = frame.parent_tool_use_id  # type: ignore[union-attr]
-                        if running and ev.index == run_index and parent == run_parent:
-                            run_parts.append(piece)
-                            continue
-                        if running and run_block is not None:
-                            self._flush(run_block, run_parts, run_parent, out)
-                        running, run_index, run_parent = True, ev.index, parent
-                        msg = self._current_message
-                        run_block = None if msg is None else self._by_index.get((msg, ev.index))
-                        run_parts = [piece]
+                    if kind is text_t:
+                        piece, want = delta.text, _TEXT
+                    elif kind is thinking_t:
+                        piece, want = delta.thinking, _TEXT
+                    elif kind is json_t:
+                        piece, want = delta.partial_json, _JSON
+                    else:
+                        continue  # a thinking block's signature: nothing for CAP
+                    parent = frame.parent_tool_use_id  # type: ignore[union-attr]
+                    if (run == want and ev.index == run_index
+                            and (parent is run_parent or parent == run_parent)):
+                        run_parts.append(piece)
                         continue
-            if running:
-                if run_block is not None:
-                    self._flush(run_block, run_parts, run_parent, out)
-                running, run_block = False, None
+                    if run:
+                        self._flush(run, run_block, run_parts, run_parent, out)
+                    run, run_index, run_parent, run_parts = want, ev.index, parent, [piece]
+                    msg = self._current_message
+                    run_block = None if msg is None else self._by_index.get((msg, run_index))
+                    continue
+            if run:
+                self._flush(run, run_block, run_parts, run_parent, out)
+                run = 0
             self._frame(frame, lines, i, out)
-        if running and run_block is not None:
-            self._flush(run_block, run_parts, run_parent, out)
+        if run:
+            self._flush(run, run_block, run_parts, run_parent, out)
         return out
 
-    def _flush(self, block: StreamedBlock, parts: list[str], parent: str | None,
-               out: list[Output]) -> None:
+    def _flush(self, run: int, block: StreamedBlock | None, parts: list[str],
+               parent: str | None, out: list[Output]) -> None:
+        if block is None:
+            return  # deltas for a block that never started: nothing to add them to
+        if run == _JSON:
+            block.json_parts += parts
+            return
         block.add(parts[0] if len(parts) == 1 else "".join(parts))
         self._emit_block(self._current_message or "", block, out, _sub_meta(parent))
 
@@ -333,13 +346,13 @@ class StreamJsonDriver:
         elif kind is f.User:
             self._user_frame(frame, out)
         elif kind is f.Result:
-            self._result(frame, lines.raw(i), out)
+            self._result(frame, lines, i, out)
         elif kind is f.System:
-            self._system(frame, lines.raw(i), out)
+            self._system(frame, lines, i, out)
         elif kind is f.ControlRequest:
-            self._control_request(frame, lines.raw(i), out)
+            self._control_request(frame, lines, i, out)
         elif kind is f.ControlResponse:
-            self._control_response(frame, lines.raw(i), out)
+            self._control_response(frame, lines, i, out)
         elif kind is f.ControlCancelRequest:
             withdrawn = self._asks.pop(frame.request_id, None) is not None
             if self._permissions.pop(frame.request_id, None) is not None or withdrawn:
@@ -373,13 +386,7 @@ class StreamJsonDriver:
         msg = self._current_message
         if msg is None:
             return
-        if kind is f.ContentBlockDelta:
-            delta = ev.delta
-            block = self._by_index.get((msg, ev.index))
-            if block is not None and type(delta) is f.InputJsonDelta:
-                block.json_parts.append(delta.partial_json)
-            # text/thinking deltas are the hot loop's (R2); signatures carry nothing for CAP
-        elif kind is f.ContentBlockStart:
+        if kind is f.ContentBlockStart:
             cb = ev.content_block
             block = StreamedBlock(type=cb.__struct_config__.tag)  # type: ignore[arg-type]
             if isinstance(cb, f.ToolUseBlock | f.ServerToolUseBlock):
@@ -469,10 +476,10 @@ class StreamJsonDriver:
                                  channel="system", meta=meta))
 
     # -- end of turn --
-    def _result(self, frame: f.Result, raw: bytes, out: list[Output]) -> None:
+    def _result(self, frame: f.Result, lines: Lines[Any], i: int, out: list[Output]) -> None:
         live = self._closes(frame)
         if not live:
-            out.append(raw_event("duplicate_result", raw))
+            out.append(raw_event("duplicate_result", lines.raw(i)))
             return
         for uuid in live:
             self._pending_turns.remove(uuid)
@@ -559,7 +566,7 @@ class StreamJsonDriver:
         self._permissions.clear()
 
     # -- system and control --
-    def _system(self, frame: f.System, raw: bytes, out: list[Output]) -> None:
+    def _system(self, frame: f.System, lines: Lines[Any], i: int, out: list[Output]) -> None:
         sub = frame.subtype
         if sub == "init":
             self.model = frame.model or self.model
@@ -569,7 +576,8 @@ class StreamJsonDriver:
             key = (frame.session_id, frame.model, frame.cwd, frame.permission_mode,
                    tuple(frame.tools or ()), tuple(frame.slash_commands or ()))
             if key != self._init_key:
-                out.append(raw_event("init" if self._init_key is None else "init_changed", raw))
+                out.append(raw_event("init" if self._init_key is None else "init_changed",
+                                     lines.raw(i)))
                 self._init_key = key
         elif sub == "api_retry":
             status = frame.error_status
@@ -583,9 +591,9 @@ class StreamJsonDriver:
             try:
                 out.append(self._cap_extension(sub, frame.cap))
             except msgspec.ValidationError as exc:
-                out.append(raw_event(f"unreadable {sub}: {exc}", raw))
+                out.append(raw_event(f"unreadable {sub}: {exc}", lines.raw(i)))
         elif sub not in _QUIET_SYSTEM:
-            out.append(raw_event("unknown_system_frame", raw))
+            out.append(raw_event("unknown_system_frame", lines.raw(i)))
 
     def _cap_extension(self, sub: str, payload: Any) -> Event:
         """trio-cap's own agent carries CAP events on ``system/cap.*`` (shared frames)."""
@@ -597,7 +605,8 @@ class StreamJsonDriver:
         return Artifact(artifact_id=art.artifact_id, mime_type=art.mime_type, name=art.name,
                         size=art.size, uri=art.uri, content=art.content)
 
-    def _control_request(self, frame: f.ControlRequest, raw: bytes, out: list[Output]) -> None:
+    def _control_request(self, frame: f.ControlRequest, lines: Lines[Any], i: int,
+                         out: list[Output]) -> None:
         request = frame.request if isinstance(frame.request, dict) else {}
         try:
             decoded = f.decode_request(request)
@@ -608,7 +617,7 @@ class StreamJsonDriver:
             return
         # Hooks, SDK MCP servers, anything else: trio-cap registered none of them (R14).
         subtype = decoded if isinstance(decoded, str) else decoded.__struct_config__.tag
-        out.append(raw_event("unsupported_control_request", raw))
+        out.append(raw_event("unsupported_control_request", lines.raw(i)))
         body = f.ResponseBody(subtype="error", request_id=frame.request_id,
                               error=f"trio-cap does not serve {subtype!r} requests")
         out.append(ToAgent(f.encode_line(f.ControlResponse(response=body))))
@@ -632,11 +641,12 @@ class StreamJsonDriver:
         out.append(PermissionRequest(req_id=req_id, tool=req.tool_name, intent=req.input,
                                      scope=tool_scope(req.tool_name), meta=meta or None))
 
-    def _control_response(self, frame: f.ControlResponse, raw: bytes, out: list[Output]) -> None:
+    def _control_response(self, frame: f.ControlResponse, lines: Lines[Any], i: int,
+                          out: list[Output]) -> None:
         body = frame.response
         if body.request_id != self._init_request or self.state is not DriverState.INITIALIZING:
             if body.subtype == "error":
-                out.append(raw_event("control_error", raw))
+                out.append(raw_event("control_error", lines.raw(i)))
             return
         if body.subtype == "error":
             self.state = DriverState.FAILED
