@@ -285,9 +285,6 @@ class AgentProcess:
                 with trio.move_on_after(self.grace):
                     await self.proc.wait()
             await kill_process_group(self.proc, self.grace)
-            for stream in (self.proc.stdout, self.proc.stderr):
-                if stream is not None:
-                    await stream.aclose()
 
 
 @asynccontextmanager
@@ -313,7 +310,10 @@ async def open_task_group() -> AsyncIterator[trio.Nursery]:
             finally:
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
-        if thrown is not None and len(group.exceptions) == 1 and group.exceptions[0] is thrown:
+        # The tasks' Cancelled are our own cancel's (an outer one is re-delivered at the
+        # caller's next checkpoint): what matters is whether the caller's error is alone.
+        _, rest = group.split(trio.Cancelled)
+        if thrown is not None and rest is not None and list(rest.exceptions) == [thrown]:
             raise thrown  # noqa: B904 - the caller's exception, as it was thrown
         raise
 
@@ -359,3 +359,7 @@ async def spawn_agent(
         yield agent
     finally:
         await agent.terminate()
+        with trio.CancelScope(shield=True):
+            for stream in (proc.stdout, proc.stderr):  # the readers are done by now
+                if stream is not None:
+                    await stream.aclose()
