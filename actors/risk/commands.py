@@ -86,6 +86,8 @@ def run(judge: Judge, name: str, args: Args) -> None:
     """Rate one simple command: its name, after quote removal, and its argument words."""
     from trio_cap.actors.risk import programs
 
+    if "=" in name:  # `time PATH=/tmp ls`: bash takes it as an assignment for the command
+        judge.high(f"{name.partition('=')[0]} is set for the command it runs")
     if "/" in name:
         judge.path(name, what="runs")
         judge.medium(f"runs {name} from the workspace")

