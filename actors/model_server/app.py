@@ -63,6 +63,18 @@ sending up to the per-request limit get 503 (retry after 1 s) beyond this, not a
 memory there is."""
 
 
+MAX_JSON_VALUES = 2_000_000
+"""Upper bound on the values a body may decode into.  Decoded JSON can take ~25× its
+wire size (``{}`` is 2 bytes on the wire, a 64-byte dict in memory), so the byte limit
+alone would let one 16 MiB body of empty objects take ~600 MB; this caps it near 150 MB.
+Counted cheaply before decoding, as commas and opening brackets (an over-count, never
+an under-count)."""
+
+
+def _value_bound(data: bytes) -> int:
+    return data.count(b",") + data.count(b"{") + data.count(b"[") + 1
+
+
 class BadRequest(Exception):
     pass
 
@@ -187,9 +199,7 @@ class ModelApp:
         if scope["type"] != "http":
             return
         try:
-            raw = await self._read_body(scope, receive, send)
-            if raw is not None:
-                await self._handle(scope, raw, send)
+            await self._handle(scope, receive, send)
         except Exception as exc:  # the last resort: one line and a 500, the server goes on
             where = f"{scope.get('method')} {scope.get('path')}"
             print(f"cap model serve: internal error on {where}: {type(exc).__name__}: "
@@ -267,7 +277,10 @@ class ModelApp:
             await send({"type": "http.response.body", "body": frame, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    async def _handle(self, scope: Scope, raw: bytes, send: Send) -> None:
+    async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raw = await self._read_body(scope, receive, send)
+        if raw is None:
+            return
         query_string = scope.get("query_string", b"").decode("latin-1")
         raw_query = dict(parse_qsl(query_string, keep_blank_values=True))
         record = _record_base(scope)
@@ -275,6 +288,10 @@ class ModelApp:
         headers = record["headers"]
         try:
             body_bytes = _decode_body(raw, headers.get("content-encoding", ""), self.max_body)
+            values = _value_bound(body_bytes)
+            if values > MAX_JSON_VALUES:
+                raise TooLarge(f"about {values} JSON values, over the limit of "
+                               f"{MAX_JSON_VALUES}")
             body = msgspec.json.decode(body_bytes) if body_bytes else None
         except TooLarge as exc:
             await self._refuse(scope, send, 413, str(exc))
@@ -284,12 +301,17 @@ class ModelApp:
             record["body"] = raw.decode("utf-8", "replace")
             record["reply"] = {"status": 400, "error": detail}
             self.recorder.add(record)
-            await self._respond(send, 400, _JSON, [dumps({"error": {"message": detail}})])
+            api = "gemini" if rt.kind.startswith("gemini") else rt.kind
+            error = _error_body(api, Fault(status=400, message=detail))
+            await self._respond(send, 400, _JSON, [dumps(error)])
             return
         record["body"] = body
         status, ctype, frames, extra, delay = self._dispatch(rt, body, len(raw), raw_query,
                                                              record)
         self.recorder.add(record)
+        # Everything up to here ran without a checkpoint, so only one decoded body exists
+        # at a time; drop it before the (possibly slow) send so that stays true.
+        del body, body_bytes, raw, record
         await self._respond(send, status, ctype, frames, extra, delay)
 
     def _dispatch(self, rt: Route, body: Any, size: int, query: dict[str, str],

@@ -104,12 +104,28 @@ def rss_kib(pid: int) -> int:
 
 
 async def http_head(stream: trio.SocketStream, within: float = 15.0) -> tuple[int, bytes]:
-    """Read one response's status and as much of it as has arrived with its head."""
+    """Read one response: its status and its bytes (head, and body when it is sized)."""
     data = b""
     with trio.fail_after(within):
         while b"\r\n\r\n" not in data:
             chunk = await stream.receive_some(65536)
             assert chunk, f"connection closed before a response: {data!r}"
             data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        for line in head.lower().split(b"\r\n"):
+            if line.startswith(b"content-length:"):
+                while len(body) < int(line.split(b":")[1]):
+                    chunk = await stream.receive_some(65536)
+                    assert chunk, f"connection closed mid-body: {data!r}"
+                    body += chunk
+                    data += chunk
     status = int(data.split(b" ", 2)[1])
     return status, data
+
+
+def peak_rss_kib(pid: int) -> int:
+    """The most memory the process ever held (VmHWM), from /proc (Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmHWM line")

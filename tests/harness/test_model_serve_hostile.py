@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import trio
 
-from tests.harness.serve_process import Served, http_head, rss_kib, serving
+from tests.harness.serve_process import Served, http_head, peak_rss_kib, rss_kib, serving
 
 LIMIT = 16 * 1024 * 1024
 CHAT = "/v1/chat/completions"
@@ -166,11 +166,21 @@ async def test_413_is_in_the_api_s_own_error_shape() -> None:
                 head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {LIMIT + 1}\r\n\r\n"
                 await stream.send_all(head.encode())
                 status, data = await http_head(stream)
-                while len(data.split(b"\r\n\r\n", 1)[1]) < int(
-                        data.lower().split(b"content-length: ")[1].split(b"\r\n")[0]):
-                    data += await stream.receive_some(65536)
             assert status == 413
             assert check(json.loads(data.split(b"\r\n\r\n", 1)[1])), data
+
+
+async def test_a_body_of_tiny_values_cannot_multiply_into_memory() -> None:
+    """15 MiB of ``{},`` would decode into ~5 million dicts (~600 MB): refused unread."""
+    count = (15 * 1024 * 1024) // 3
+    bomb = b'{"messages": [' + b"{}," * count + b'{}]}'
+    async with serving() as served:
+        r = await post(served.url, bomb, headers={"content-type": "application/json"})
+        assert r.status_code == 413 and "JSON values" in r.json()["error"]["message"]
+        assert peak_rss_kib(served.proc.pid) < 200 * 1024
+        dense = "a," * 900_000  # comma-dense but under the bound: served
+        r = await post(served.url, chat(dense))
+        assert r.status_code == 200
 
 
 # ---- hostile JSON -------------------------------------------------------------------------
