@@ -43,9 +43,11 @@ endpoints: POST /v1/chat/completions, /v1/responses, /v1/messages[?beta=true],
 /v1beta/models/M:streamGenerateContent[?alt=sse], /v1beta/models/M:countTokens;
 GET /v1/models, /v1beta/models; HEAD any path.
 
-limits: request bodies up to 16 MiB (after gzip/deflate decoding); a larger body
-gets HTTP 413 with a JSON error as soon as it passes the limit (at once when
-Content-Length declares it). Scripts up to 16 MiB.
+limits: request bodies up to 16 MiB (after gzip/deflate decoding) and 2,000,000
+JSON values; a larger body gets HTTP 413 with a JSON error as soon as it passes
+the limit (at once when Content-Length declares it). Bodies being received at
+the same time share 64 MiB; beyond that, HTTP 503 with Retry-After: 1.
+Scripts up to 16 MiB.
 
 exit status: 0 stopped by SIGTERM; 130 by Ctrl-C; 1 the --record file stopped
 accepting writes; 2 bad usage, an unusable script or record file, or an address
