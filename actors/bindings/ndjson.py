@@ -56,7 +56,7 @@ MAX_LINE = 64 * 1024 * 1024
 """Default longest line kept (the SDK's own default is 1 MiB, which tool outputs exceed)."""
 
 HEAD = 4096
-"""Bytes of an overlong line kept to show what it was."""
+"""Bytes of an overlong line kept to show what it was (never more than the limit)."""
 
 NEVER_COMPLETED = "broken line, never completed"
 NOT_JSON = "not a JSON object"
@@ -104,6 +104,7 @@ class LineFramer:
 
     def __init__(self, max_line: int = MAX_LINE) -> None:
         self.max_line = max_line
+        self._head_size = min(HEAD, max_line)  # the same head however the bytes arrived
         self._tail = bytearray()
         self._skipped = 0  # > 0: in SKIP, this many bytes of an overlong line dropped
         self._skip_head = b""
@@ -123,7 +124,7 @@ class LineFramer:
         if last < 0:
             tail += data
             if len(tail) > self.max_line:
-                self._skip_head = bytes(tail[:HEAD])
+                self._skip_head = bytes(tail[:self._head_size])
                 self._skipped = len(tail)
                 tail.clear()
             return out
@@ -134,7 +135,7 @@ class LineFramer:
             block = data[:last]
         tail += data[last + 1:]
         if len(tail) > self.max_line:
-            self._skip_head = bytes(tail[:HEAD])
+            self._skip_head = bytes(tail[:self._head_size])
             self._skipped = len(tail)
             tail.clear()
         self._emit(block, out)
@@ -162,7 +163,7 @@ class LineFramer:
             if kept:
                 out.append(b"\n".join(kept))
                 kept = []
-            out.append(Overlong(line[:HEAD], len(line)))
+            out.append(Overlong(line[:self._head_size], len(line)))
         if kept:
             out.append(b"\n".join(kept))
 

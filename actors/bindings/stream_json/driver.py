@@ -423,7 +423,8 @@ class StreamJsonDriver:
             text = "".join(b.text for b in message.content if isinstance(b, f.TextBlock))
             self._turn_error_reported = True
             code = error_code(frame.api_error_status, f"{frame.error or ''} {text}")
-            out.append(CapError(code=code, message=text or str(frame.error),
+            message = text or frame.error or f"API error {frame.api_error_status or ''}".strip()
+            out.append(CapError(code=code, message=message,
                                 retryable=code in ("rate_limit", "model_unavailable"),
                                 details={"status": frame.api_error_status,
                                          "type": frame.api_error_type or frame.error}))
@@ -522,7 +523,8 @@ class StreamJsonDriver:
         return _result_key(frame) == self._last_result_key
 
     def _result_error(self, frame: f.Result) -> CapError | None:
-        text = frame.result or "; ".join(frame.errors or ()) or frame.subtype
+        text = (frame.result or "; ".join(frame.errors or ()) or frame.subtype
+                or "the turn failed")
         details: dict[str, Any] = {"subtype": frame.subtype}
         if frame.terminal_reason:
             details["terminal_reason"] = frame.terminal_reason
@@ -600,7 +602,9 @@ class StreamJsonDriver:
         if sub == "cap.error":
             body = msgspec.convert(payload, f.ErrorBody)
             self._turn_error_reported = self.turn_running  # its result repeats it
-            return CapError(code=body.code, message=body.message, retryable=body.retryable)
+            code = body.code or "agent_error"
+            return CapError(code=code, message=body.message or f"the agent reported {code}",
+                            retryable=body.retryable)
         art = msgspec.convert(payload, f.ArtifactBody)
         return Artifact(artifact_id=art.artifact_id, mime_type=art.mime_type, name=art.name,
                         size=art.size, uri=art.uri, content=art.content)
