@@ -51,7 +51,14 @@ _UUIDS = uuid.UUID("6f1c2b0e-2a57-4d43-9c55-7472696f2d63")
 
 
 def uuid_source(ids: IdSource) -> Callable[[], str]:
-    """Uuids made from ``ids``: as unique as its ids, and as deterministic."""
+    """Uuids made from ``ids`` (uuid5), so deterministic ids give the same uuids every run.
+
+    Random ids are not reproducible anyway and carry fewer random bits than a
+    uuid4, and a clash of Claude Code's ``--session-id`` would refuse the
+    session: with them, plain uuid4s.
+    """
+    if isinstance(ids, RandomIds):
+        return lambda: str(uuid.uuid4())
     return lambda: str(uuid.uuid5(_UUIDS, ids.new("uuid")))
 
 
@@ -80,7 +87,7 @@ class StreamJsonConnection:
 
     # ---- plumbing ---------------------------------------------------------
     async def _kill(self, reason: str) -> None:
-        await self.agent.terminate()
+        await self.agent.terminate(graceful=False)  # a hard cancel: no stdin-EOF grace
 
     async def _feed(self, data: bytes) -> None:
         await self.out(self.driver.receive_data(data))
