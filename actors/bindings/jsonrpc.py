@@ -27,6 +27,9 @@ Rules (JSON-RPC 2.0, https://www.jsonrpc.org/specification; choices marked *):
   whose id matches no request of ours still pending (never sent, already
   answered, or the same digits with the other type) is a :class:`StrayResponse`
   value, never an exception.
+* *A request sent with ``streaming=True`` (A2A's ``message/stream`` answers one
+  request with many responses, one per SSE event) stays pending through its
+  results; an error response, :meth:`JsonRpc.forget` or ``abandon`` ends it.
 * Responses are never answered: a malformed response becomes an
   :class:`Invalid` without a reply; if its id names a pending request, that
   request is consumed (``Invalid.method`` says which) so no caller waits forever.
@@ -47,6 +50,7 @@ yet answered; ``unanswered``: the peer's requests we have not replied to yet):
 input                          state change                value out
 =============================  ==========================  ===============================
 ``request(m, p)``              pending += {next_id: m}     (id, bytes)
+``request(…, streaming)``      pending += {next_id: m}     (id, bytes); results keep it
 ``notify(m, p)``               —                           bytes
 bytes: request, new id         unanswered += {id: m}       Request
 bytes: request, id unanswered  —                           Invalid(-32600, reply id null)
@@ -60,6 +64,7 @@ bytes: batch / not a message   —                           Invalid(-32600, rep
 ``reply*(id, …)``, id unanswd  unanswered -= id            bytes
 ``reply*(id, …)``, other id    —                           ValueError (caller's bug)
 ``forget(id)``                 pending -= id               the method, or None
+``abandon()``                  pending, unanswered = {}    [(id, method, context), …]
 =============================  ==========================  ===============================
 """
 
@@ -315,6 +320,7 @@ class JsonRpc:
         self._next_id = first_id
         self._pending: dict[Id, tuple[str, Any]] = {}
         self._unanswered: dict[Id | None, str] = {}
+        self._streaming: set[Id] = set()
         self.pending: Mapping[Id, tuple[str, Any]] = MappingProxyType(self._pending)
         """Our requests awaiting a response: id → (method, context)."""
         self.unanswered: Mapping[Id | None, str] = MappingProxyType(self._unanswered)
@@ -322,18 +328,23 @@ class JsonRpc:
 
     # -- outbound --
 
-    def request(self, method: str, params: Any = None, *, context: Any = None
-                ) -> tuple[int, bytes]:
+    def request(self, method: str, params: Any = None, *, context: Any = None,
+                streaming: bool = False) -> tuple[int, bytes]:
         """Allocate the next id, remember what it asks, and encode the call.
 
         ``context`` is returned untouched on the matching :class:`Response`, so a
-        binding can find its own bookkeeping without a second map.
+        binding can find its own bookkeeping without a second map.  A ``streaming``
+        request (A2A's ``message/stream``: one JSON-RPC response per SSE event, all
+        with the request's id) stays pending through any number of results until an
+        error response or :meth:`forget` ends it.
         """
         body = _check_params(params)
         request_id = self._next_id
         self._next_id += 1
         data = _encoder.encode(_OutRequest(request_id, method, body))
         self._pending[request_id] = (method, context)
+        if streaming:
+            self._streaming.add(request_id)
         return request_id, data
 
     def notify(self, method: str, params: Any = None) -> bytes:
@@ -343,8 +354,23 @@ class JsonRpc:
         """Stop waiting for a response (timed out, cancelled); a late one becomes stray."""
         if type(request_id) not in (int, str):  # 5.0 or True would find the integer 5 or 1
             return None
-        entry = self._pending.pop(request_id, None)
+        entry = self._pop(request_id)
         return entry[0] if entry is not None else None
+
+    def abandon(self) -> list[tuple[Id, str, Any]]:
+        """The peer is gone: every request of ours still pending, as (id, method, context).
+
+        Both maps are emptied, so the binding can fail each waiting caller once.
+        """
+        lost = [(rid, method, context) for rid, (method, context) in self._pending.items()]
+        self._pending.clear()
+        self._streaming.clear()
+        self._unanswered.clear()
+        return lost
+
+    def _pop(self, request_id: Id) -> tuple[str, Any] | None:
+        self._streaming.discard(request_id)
+        return self._pending.pop(request_id, None)
 
     def reply(self, request_id: Id | None, result: Any) -> bytes:
         """Answer a peer request with a result (``None`` encodes as ``null``)."""
@@ -418,7 +444,10 @@ class JsonRpc:
         if env.result:
             if msg_id is None:
                 return self._broken("a result must not have a null id", None)
-            entry = self._pending.pop(msg_id, None)
+            if msg_id in self._streaming:
+                entry = self._pending.get(msg_id)
+            else:
+                entry = self._pending.pop(msg_id, None)
             if entry is None:
                 return StrayResponse(msg_id, result=env.result)
             return Response(msg_id, env.result, entry[0], entry[1])
@@ -429,14 +458,14 @@ class JsonRpc:
         error = ErrorObject(wire.code, wire.message, wire.data if wire.data else None)
         if msg_id is None:
             return ErrorResponse(None, error)
-        entry = self._pending.pop(msg_id, None)
+        entry = self._pop(msg_id)
         if entry is None:
             return StrayResponse(msg_id, error=error)
         return ErrorResponse(msg_id, error, entry[0], entry[1])
 
     def _broken(self, detail: str, msg_id: Id | None) -> Invalid:
         """A response we cannot use: never answered, but its pending request is released."""
-        entry = self._pending.pop(msg_id, None) if msg_id is not None else None
+        entry = self._pop(msg_id) if msg_id is not None else None
         if entry is None:
             return Invalid(INVALID_REQUEST, detail, id=msg_id)
         return Invalid(INVALID_REQUEST, detail, id=msg_id, method=entry[0], context=entry[1])

@@ -491,3 +491,43 @@ def test_random_message_shapes_never_raise(messages: list[dict[str, Any]], sent:
         resolved = isinstance(msg, Response | ErrorResponse | Invalid) and (
             getattr(msg, "method", None) is not None)
         assert len(rpc.pending) == before - (1 if resolved else 0)
+
+
+# ---- streaming requests and a vanished peer -------------------------------------------------
+
+
+def test_streaming_request_takes_many_results_until_forgotten() -> None:
+    rpc = JsonRpc(first_id=1)
+    rid, _ = rpc.request("message/stream", {"message": {}}, context="task", streaming=True)
+    for state in ["submitted", "working", "completed"]:
+        msg = rpc.receive(json.dumps({"jsonrpc": "2.0", "id": rid,
+                                      "result": {"status": {"state": state}}}).encode())
+        assert isinstance(msg, Response) and (msg.method, msg.context) == (
+            "message/stream", "task")
+    assert rpc.forget(rid) == "message/stream"
+    assert isinstance(rpc.receive(f'{{"jsonrpc":"2.0","id":{rid},"result":{{}}}}'.encode()),
+                      StrayResponse)
+
+
+def test_an_error_ends_a_streaming_request() -> None:
+    rpc = JsonRpc()
+    rid, _ = rpc.request("message/stream", {}, streaming=True)
+    assert isinstance(rpc.receive(f'{{"jsonrpc":"2.0","id":{rid},"result":1}}'.encode()),
+                      Response)
+    err = rpc.receive(f'{{"jsonrpc":"2.0","id":{rid},"error":{{"code":-32001,'
+                      f'"message":"Task not found"}}}}'.encode())
+    assert isinstance(err, ErrorResponse) and err.method == "message/stream"
+    assert not rpc.pending
+    assert isinstance(rpc.receive(f'{{"jsonrpc":"2.0","id":{rid},"result":1}}'.encode()),
+                      StrayResponse)
+
+
+def test_abandon_returns_every_waiting_request_once() -> None:
+    rpc = JsonRpc()
+    a, _ = rpc.request("initialize", {}, context="init")
+    b, _ = rpc.request("message/stream", {}, context="stream", streaming=True)
+    rpc.receive(b'{"jsonrpc":"2.0","method":"fs/read_text_file","id":"r1","params":{}}')
+    assert rpc.abandon() == [(a, "initialize", "init"), (b, "message/stream", "stream")]
+    assert rpc.abandon() == [] and not rpc.pending and not rpc.unanswered
+    assert isinstance(rpc.receive(f'{{"jsonrpc":"2.0","id":{b},"result":1}}'.encode()),
+                      StrayResponse)
