@@ -84,7 +84,8 @@ class Follower:
             request = pending.permissions.get(self.session.id, {}).get(ev.ref)
             if request is None:
                 return
-            reply = await _prompt(f"Allow {request.tool} {describe_intent(request.intent)}? "
+            risk = " [HIGH risk by trio-cap's rating]" if ev.risk == "high" else ""
+            reply = await _prompt(f"Allow {request.tool} {describe_intent(request.intent)}?{risk} "
                                   "[y]es once / [a]lways / [n]o: ")
             choice = {"y": "allow_once", "yes": "allow_once", "a": "allow_always",
                       "always": "allow_always"}.get(reply.strip().lower(), "deny")

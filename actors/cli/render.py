@@ -64,7 +64,8 @@ def describe(ev: object) -> str:
         case SessionWorking():
             return f"turn {ev.turn} resumed" if ev.resumed else f"turn {ev.turn} started"
         case SessionInputRequired():
-            return f"waiting on {ev.reason} {ev.ref}"
+            rated = f" (trio-cap rates it {ev.risk} risk)" if ev.risk else ""
+            return f"waiting on {ev.reason} {ev.ref}{rated}"
         case SessionTurnEnded():
             return f"turn {ev.turn} ended ({ev.stop_reason})"
         case SessionIdle():

@@ -16,6 +16,7 @@ from trio_cap.events.kinds import (
     SessionCompleted,
     SessionFailed,
     SessionIdle,
+    SessionInputRequired,
 )
 from trio_cap.events.projections.base import Projection
 
@@ -56,6 +57,16 @@ def _request(state: PendingState, env: Envelope) -> None:
     )
 
 
+def _rated(state: PendingState, env: Envelope) -> None:
+    """Show the session's own rating, not the agent's claim, to whoever decides."""
+    ev: SessionInputRequired = env.event  # type: ignore[assignment]
+    if ev.reason != "permission" or ev.risk is None:
+        return
+    pending = state.permissions.get(env.stream, {}).get(ev.ref)
+    if pending is not None:
+        pending.risk_level = ev.risk
+
+
 def _decided(state: PendingState, env: Envelope) -> None:
     ev: PermissionDecided = env.event  # type: ignore[assignment]
     _drop(state.permissions, env.stream, ev.req_id)
@@ -91,6 +102,7 @@ class PendingProjection(Projection[PendingState]):
     handlers = {
         PermissionRequest: _request,
         PermissionDecided: _decided,
+        SessionInputRequired: _rated,
         AskUser: _ask,
         AskAnswered: _answered,
         SessionCompleted: _ended,

@@ -113,3 +113,32 @@ steps = [
     (decision,) = [env.event for env in of_kind(orch.log, "permission.decided")]
     assert (decision.decision, decision.risk, decision.agent_risk) == ("deny", "high", "low")
     assert "agent said low; trio-cap rates it high" in decision.reason
+
+
+async def test_a_human_is_shown_trio_caps_rating_not_the_agents(tmp_path):
+    ws, victim = layout(tmp_path)
+    script = tmp_path / "s.toml"
+    script.write_text(
+        """
+[[turn]]
+steps = [
+  { tool = "Bash", input = { command = "rm -rf ../victim" }, scope = "execute", risk = "low" },
+]
+"""
+    )
+    with trio.fail_after(SECONDS):
+        async with orchestrator() as orch:
+            session = await orch.start_session(cwd=ws, script=script, permissions="allow",
+                                               human=True)
+            await session.inject("go")
+            await session.wait_status("input_required")
+            (pending,) = orch.state.pending.permissions[session.id].values()
+            assert pending.risk_level == "high"  # the agent claimed low
+            (waiting,) = [env.event for env in of_kind(orch.log, "session.input_required")]
+            assert waiting.risk == "high"
+            await session.decide(pending.req_id, "deny")
+            await session.wait_status("ready")
+            await session.close()
+    (decision,) = [env.event for env in of_kind(orch.log, "permission.decided")]
+    assert decision.by == "human" and decision.decision == "deny"
+    assert victim.exists()
