@@ -20,7 +20,7 @@ PACKAGES = {"trio_cap.actors": ROOT / "actors", "trio_cap.events": ROOT / "event
 BANNED = {"trio", "subprocess", "socket", "os", "time", "random", "uuid"}
 MACHINE = [f"trio_cap.actors.bindings.stream_json.{name}" for name in (
     "agent_side", "agent_tools", "agent_messages", "agent_policy", "agent_transcript",
-    "agent_effects", "agent_argv")]
+    "agent_effects", "agent_argv", "agent_replies")]
 
 
 def module_file(name: str) -> Path | None:

@@ -43,7 +43,10 @@ Rules
    same read may already have moved the state on; so every frame is decided
    when its cause is processed.  The machine's own records (a ``cap.error``
    for a bad line, a refusal) are shown as they are made, and
-   :meth:`AgentSide.logged` renders only the core's events.
+   :meth:`AgentSide.logged` renders only the core's events.  The one step that
+   must wait for the log — a budget-refused turn, whose diff and ``result``
+   need its ``cap.error``'s seq — pauses the reading of further buffered lines
+   (and EOF) until that record comes back; then reading resumes.
 
 Transition table (``running`` = a turn is open; ``draining`` = stdin closed)
 
@@ -74,6 +77,7 @@ import msgspec
 
 from trio_cap.actors.bindings.base import DECIDED_BY, RAW_LINE
 from trio_cap.actors.bindings.stream_json import agent_policy as policy
+from trio_cap.actors.bindings.stream_json import agent_replies as replies
 from trio_cap.actors.bindings.stream_json import agent_tools as tools
 from trio_cap.actors.bindings.stream_json import frames as f
 from trio_cap.actors.bindings.stream_json.agent_argv import PERMISSION_MODES, AgentOptions
@@ -95,6 +99,7 @@ from trio_cap.actors.bindings.stream_json.agent_messages import (
     NewId,
     tool_use_id,
 )
+from trio_cap.actors.bindings.stream_json.agent_replies import COMPAT_VERSION
 from trio_cap.actors.bindings.stream_json.agent_transcript import (
     TRANSCRIPT_MIME,
     TranscriptDiffs,
@@ -130,10 +135,6 @@ __all__ = [
     "Record", "Send", "SetModel",
 ]
 
-COMPAT_VERSION = "2.1.332"
-"""The Claude Code version whose stream-json this speaks (``claude_code_version``, ``-v``)."""
-EXTENSIONS = ("cap.session.config", "cap.transcript_diff", "cap.artifact", "cap.error",
-              "cap.fragment", "cap.transcript")
 MAX_INPUT_LINE = 64 << 20
 _CONTROL = (f.ControlRequest, f.ControlResponse, f.ControlCancelRequest)
 
@@ -164,44 +165,54 @@ class AgentSide:
         self._turn: Turn | None = None
         self._prompts: dict[str, Prompt] = {}
         self._held: list[bytes] = []  # stream frames waiting for the next turn (rule 3)
-        self._eof = False
+        self._stdin_closed = False
+        self._eof = False  # stdin closed and every line before the close handled
+        self._paused = False
         self._ended = False
         self._artifacts: dict[str, str] = {}  # transcript artifact id -> control request id
         self._transcripts = 0
-        self.total_cost = 0.0
-        self._api_ms = 0
-        self._model_usage: dict[str, f.ModelUsage] = {}
-        self._tokens = 0
+        self.totals = replies.UsageTotals()
 
     # ---- stdin ---------------------------------------------------------------------
     def receive_data(self, data: bytes) -> list[Effect]:
         """stdin bytes as read; a partial last line waits for the next call."""
-        if self._ended:
+        if self._ended or self._stdin_closed:
             return []
         self._buf += data
-        out: list[Effect] = []
-        start = 0
-        while (end := self._buf.find(b"\n", start)) >= 0:
-            out += self._line(bytes(self._buf[start:end]).strip())
-            start = end + 1
-        del self._buf[:start]
-        if len(self._buf) > MAX_INPUT_LINE:
-            self._buf.clear()
-            out.append(Note(f"dropped an input line longer than {MAX_INPUT_LINE} bytes"))
-        return out
+        return self._drain()
 
     def receive_eof(self) -> list[Effect]:
         """stdin closed: finish the queued turns; prompts nobody can answer now are denied."""
-        if self._ended or self._eof:
+        if self._ended or self._stdin_closed:
             return []
-        out = self._line(bytes(self._buf).strip()) if self._buf.strip() else []
-        self._buf.clear()
-        self._eof = True
-        for request_id in list(self._prompts):
-            body = f.ResponseBody(subtype="error", request_id=request_id,
-                                  error="stdin closed before the client answered")
-            out += self._answer(body)
-        return out + self._next_turn()
+        self._stdin_closed = True
+        if self._buf.strip():
+            self._buf += b"\n"  # the unterminated last line is a line
+        return self._drain()
+
+    def _drain(self) -> list[Effect]:
+        """Handle the complete lines buffered, then EOF once they are done.  Stops while a
+        refused turn waits for its record (rule 8): later lines must see it finished."""
+        out: list[Effect] = []
+        start = 0
+        while not self._paused and (end := self._buf.find(b"\n", start)) >= 0:
+            out += self._line(bytes(self._buf[start:end]).strip())
+            start = end + 1
+        del self._buf[:start]
+        if self._paused:
+            return out
+        if len(self._buf) > MAX_INPUT_LINE:
+            self._buf.clear()
+            out.append(Note(f"dropped an input line longer than {MAX_INPUT_LINE} bytes"))
+        if self._stdin_closed and not self._eof and not self._ended:
+            self._buf.clear()
+            self._eof = True
+            for request_id in list(self._prompts):
+                body = f.ResponseBody(subtype="error", request_id=request_id,
+                                      error="stdin closed before the client answered")
+                out += self._answer(body)
+            out += self._next_turn()
+        return out
 
     def core_failed(self, message: str) -> list[Effect]:
         """The brain crashed or its bridged agent died: the open turn fails, the session ends
@@ -267,22 +278,11 @@ class AgentSide:
         return []
 
     def _effective_config(self) -> SessionConfig:
-        c = self._config_frame
-        if c is not None:
-            self.model = c.model or self.model
-            return SessionConfig(cwd=c.cwd, model=c.model or self.options.model,
-                                 system_prompt=c.system_prompt, max_turns=c.max_turns,
-                                 budget_usd=c.budget_usd, permission_mode=c.permission_mode,
-                                 session_resume_id=c.session_resume_id,
-                                 profile_config=c.profile_config, meta=c.meta)
-        o = self.options
-        prompt = self._init_prompt if self._init_prompt is not None else o.system_prompt
-        append = self._init_append or o.append_system_prompt
-        if append:
-            prompt = f"{prompt}\n{append}" if prompt else append
-        return SessionConfig(cwd=self.cwd, model=o.model, system_prompt=prompt or None,
-                             max_turns=o.max_turns, budget_usd=o.budget_usd,
-                             permission_mode="interactive", session_resume_id=o.resume)
+        if self._config_frame is not None:
+            self.model = self._config_frame.model or self.model
+        return replies.session_config(self._config_frame, self.options, self.cwd,
+                                      init_prompt=self._init_prompt,
+                                      init_append=self._init_append)
 
     def _next_turn(self) -> list[Effect]:
         if self._turn is not None or self._ended:
@@ -304,11 +304,12 @@ class AgentSide:
         out += [Send(line) for line in self._held]
         self._held.clear()
         budget = self.config.budget_usd
-        if budget is not None and self.total_cost >= budget:
-            turn.refused = (f"cap_budget_exceeded: the session has spent ${self.total_cost:.6f} "
+        if budget is not None and self.totals.cost >= budget:
+            turn.refused = (f"cap_budget_exceeded: the session has spent ${self.totals.cost:.6f} "
                             f"of its ${budget:.6f} budget; the turn was not started")
             error = CapError(code="cap_budget_exceeded", message=turn.refused,
                              details={"prompt": text})
+            self._paused = True  # until the refusal is logged and the turn finished
             return [*out, *self._record(error, after="refused")]
         inject = UserInputInject(content=(ContentBlock(text=text),))
         return [*out, Record((inject,), after="inject"), Deliver((inject,))]
@@ -332,20 +333,11 @@ class AgentSide:
 
     def _init_frame(self) -> f.System:
         assert self.config is not None
-        tool_names = ["Bash", "Edit", "Write", "TodoWrite"]
-        if self.options.prompts_on_stdio:
-            tool_names.append("AskUserQuestion")
-        if self.options.tools is not None:
-            tool_names = [t for t in tool_names if t in self.options.tools]
-        return f.System(
-            subtype="init", session_id=self.session_id, uuid=self.new_id(),
-            cwd=self.config.cwd, model=self.current_model, permission_mode=self.mode,
-            api_key_source="none", claude_code_version=COMPAT_VERSION, tools=tool_names,
-            mcp_servers=[], slash_commands=[], output_style="default", agents=[], skills=[],
-            plugins=[], capabilities=[],
-            cap={"protocol": "cap-protocol/v1", "agent": "cap-agent",
-                 "version": self.agent_version, "extensions": list(EXTENSIONS)},
-        )
+        tools = replies.tool_names(asks=self.options.prompts_on_stdio,
+                                   available=self.options.tools)
+        return replies.init_frame(session_id=self.session_id, uuid=self.new_id(),
+                                  cwd=self.config.cwd, model=self.current_model, mode=self.mode,
+                                  tools=tools, agent_version=self.agent_version)
 
     # ---- what was logged ---------------------------------------------------------------
     def logged(self, envs: list[Envelope], after: str | None = None) -> list[Effect]:
@@ -363,7 +355,10 @@ class AgentSide:
             elif type(event).direction == "in":
                 out += self._agent_event(event)
         if after == "refused" and self._turn is not None:
+            self._paused = False
             out += self._finish_turn("error")
+            if not self._paused:  # the next turn may be refused too
+                out += self._drain()
         elif after == "core-failed":
             message = next((e.event.message for e in envs if isinstance(e.event, CapError)), "")
             if self._turn is not None:
@@ -525,16 +520,7 @@ class AgentSide:
     def _usage(self, event: Usage) -> list[Effect]:
         if self._turn is not None:
             self._turn.usage = event
-        self.total_cost += event.cost_usd_estimate
-        self._api_ms += event.duration_ms
-        self._tokens += event.input_tokens + event.output_tokens
-        model = event.model_id or self.current_model
-        mu = self._model_usage.setdefault(model, f.ModelUsage())
-        mu.input_tokens += event.input_tokens
-        mu.output_tokens += event.output_tokens
-        mu.cache_read_input_tokens += event.cache_read_tokens
-        mu.cache_creation_input_tokens += event.cache_creation_tokens
-        mu.cost_usd += event.cost_usd_estimate
+        self.totals.add(event, self.current_model)
         return []
 
     def _artifact(self, event: Artifact) -> list[Effect]:
@@ -563,38 +549,10 @@ class AgentSide:
         return out if last else out + self._next_turn()
 
     def _result(self, turn: Turn, stop: StopReason) -> f.Result:
-        usage = turn.usage or Usage()
-        fields: dict[str, Any] = {}
-        if turn.refused:
-            fields = {"subtype": "error_max_budget_usd", "errors": [turn.refused],
-                      "terminal_reason": "max_budget_usd"}
-        elif stop == "cancelled":
-            fields = {"subtype": "error_during_execution", "errors": ["[cap] interrupted by the "
-                      "client"], "terminal_reason": "aborted_tools" if turn.aborted_tools
-                      else "aborted_streaming"}
-        elif stop == "tool_use":
-            limit = self.config.max_turns if self.config else None
-            fields = {"subtype": "error_max_turns", "stop_reason": "tool_use",
-                      "errors": [f"Reached maximum number of turns ({limit})"],
-                      "terminal_reason": "max_turns"}
-        elif stop == "error":
-            fields = {"subtype": "error_during_execution", "terminal_reason": "error",
-                      "errors": turn.errors or ["the turn failed"]}
-        else:
-            fields = {"subtype": "success", "result": self.builder.final_text,
-                      "stop_reason": stop, "terminal_reason": "completed"}
-        return f.Result(
-            is_error=fields["subtype"] != "success", duration_ms=usage.duration_ms,
-            duration_api_ms=self._api_ms, num_turns=0 if turn.refused else turn.round_trips,
-            session_id=self.session_id, total_cost_usd=round(self.total_cost, 10),
-            usage=f.MessageUsage(input_tokens=usage.input_tokens,
-                                 output_tokens=usage.output_tokens,
-                                 cache_creation_input_tokens=usage.cache_creation_tokens,
-                                 cache_read_input_tokens=usage.cache_read_tokens),
-            model_usage=dict(self._model_usage), permission_denials=list(turn.denials),
-            uuid=self.new_id(), user_message_uuid=turn.user_uuid,
-            meta={"cap.transcript_seq": self.diffs.last_seq}, **fields,
-        )
+        return replies.result_frame(
+            turn, stop, self.totals, session_id=self.session_id, uuid=self.new_id(),
+            max_turns=self.config.max_turns if self.config else None,
+            final_text=self.builder.final_text, transcript_seq=self.diffs.last_seq)
 
     # ---- control requests ---------------------------------------------------------------
     def _control(self, frame: f.ControlRequest) -> list[Effect]:
@@ -622,19 +580,11 @@ class AgentSide:
             case f.SetModel():
                 self.model = request.model
                 return [self._ok(rid, {"model": self.current_model}), SetModel(request.model)]
-            case f.McpStatus():
-                return [self._ok(rid, {"mcpServers": []})]
-            case f.GetContextUsage():
-                return [self._ok(rid, {"categories": [], "totalTokens": self._tokens,
-                                       "maxTokens": 200_000, "rawMaxTokens": 200_000,
-                                       "percentage": self._tokens / 2000, "model":
-                                       self.current_model, "memoryFiles": [], "mcpTools": []})]
-            case f.RewindFiles():
-                return [self._error(rid, "cap-agent keeps no file checkpoints to rewind to")]
-            case f.McpReconnect() | f.McpToggle():
-                return [self._error(rid, f"no MCP server named {request.server_name!r}")]
-            case f.StopTask():
-                return [self._error(rid, f"no task {request.task_id!r} is running")]
+            case f.McpStatus() | f.GetContextUsage() | f.RewindFiles() | f.McpReconnect() \
+                    | f.McpToggle() | f.StopTask():
+                ok, body = replies.static_reply(request, tokens=self.totals.tokens,
+                                                model=self.current_model)
+                return [self._ok(rid, body) if ok else self._error(rid, body)]
             case f.CapTranscriptRequest():
                 self._transcripts += 1
                 artifact_id = f"transcript_{self._transcripts}"
@@ -657,17 +607,8 @@ class AgentSide:
             self._init_append = request.append_system_prompt or None
         elif request.system_prompt or request.append_system_prompt:
             out.append(Note("initialize after the first prompt: its system prompt is ignored"))
-        info = {
-            "commands": [], "agents": [], "output_style": "default",
-            "available_output_styles": ["default"],
-            "models": [{"value": self.current_model, "displayName": self.current_model,
-                        "description": "trio-cap's scripted brain"}],
-            "account": {}, "pid": self.pid, "claude_code_version": COMPAT_VERSION,
-            "current_permission_mode": self.mode, "hook_on_failure_supported": False,
-            "capabilities": [],
-            "cap": {"protocol": "cap-protocol/v1", "agent": "cap-agent",
-                    "version": self.agent_version, "extensions": list(EXTENSIONS)},
-        }
+        info = replies.initialize_info(model=self.current_model, pid=self.pid, mode=self.mode,
+                                       agent_version=self.agent_version)
         return [self._ok(rid, info), *out]
 
     def _interrupt_turn(self, turn: Turn) -> list[Effect]:
