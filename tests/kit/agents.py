@@ -9,6 +9,8 @@ writes its own argv to ``argv.json``.  What it then does is its ``mode``:
   keeps stdout open, as orphaned tool processes do;
 * ``refuses``: answers ``initialize`` with an error;
 * ``ready``: answers ``initialize``, then reads stdin until EOF and exits 0;
+* ``crash``: answers ``initialize``, reads one prompt, dies with a reason on
+  stderr (exit 5) while the grandchild keeps stdout open;
 * ``stubborn``: ignores SIGTERM (so does its grandchild) and sleeps;
 * ``eof``: exits 0 at stdin EOF;
 * ``stderr``: writes ~100 KiB to stderr, then a last line, and exits 3.
@@ -54,6 +56,11 @@ else:
     body = {{"subtype": "success", "request_id": request["request_id"],
              "response": {{"pid": os.getpid()}}}}
 print(json.dumps({{"type": "control_response", "response": body}}), flush=True)
+if MODE == "crash":
+    sys.stdin.readline()
+    sys.stderr.write("segfault in the model client\n")
+    sys.stderr.flush()
+    os._exit(5)
 sys.stdin.read()
 time.sleep(120) if MODE == "refuses" else None
 '''

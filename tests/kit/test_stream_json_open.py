@@ -24,6 +24,7 @@ from trio_cap.actors.bindings.process import live_groups
 from trio_cap.actors.bindings.stream_json.connector import StreamJsonConnector
 from trio_cap.actors.connection import AgentSpec, ConnectError
 from trio_cap.actors.ids import SequentialIds
+from trio_cap.actors.orchestrator import open_orchestrator
 from trio_cap.events.kinds import SessionConfig
 
 BOUND = 30
@@ -125,6 +126,21 @@ async def test_ids_come_from_the_spec_so_sequential_ids_repeat(tmp_path: Path) -
     assert seen[0] == seen[1]
     assert seen[2] != seen[0]
     assert all(uuid.UUID(s) for s in seen)
+
+
+async def test_an_agent_dying_mid_turn_fails_the_session_even_if_its_orphan_holds_stdout(
+        tmp_path: Path) -> None:
+    argv = write_agent(tmp_path, "crash")
+    async with open_orchestrator() as orch:
+        orch.connectors["stream-json"] = StreamJsonConnector(grace=0.5)
+        with trio.fail_after(BOUND):
+            session = await orch.start_session("stream-json:" + " ".join(argv), cwd=tmp_path)
+            await session.inject("hello")
+            view = await session.wait_terminal()
+    assert view.status == "failed"
+    assert view.last_error is not None
+    assert "the agent exited with code 5; stderr: segfault in the model client" in view.last_error
+    assert gone(child_pid(tmp_path))
 
 
 def test_cap_run_with_an_agent_that_never_answers_initialize(tmp_path: Path) -> None:
