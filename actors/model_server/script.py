@@ -116,12 +116,18 @@ def _check_regexes(script: Script) -> None:
             try:
                 compile_text_pattern(pattern)
             except PatternError as exc:
-                raise ScriptError(f"rules[{i}].{field}: {exc}: {_short(pattern)}") from None
+                reason = str(exc)  # RE2 quotes the pattern in some messages: keep it short
+                reason = reason if len(reason) <= 120 else reason[:117] + "…"
+                raise ScriptError(f"rules[{i}].{field}: {reason}: {_short(pattern)}") from None
 
 
 def search(pattern: str, text: str) -> bool:
     """Whether a (load-checked) rule pattern occurs in ``text``; linear time."""
-    return compile_text_pattern(pattern).search(text) is not None
+    regex = compile_text_pattern(pattern)
+    try:
+        return regex.search(text) is not None
+    except UnicodeEncodeError:  # a lone surrogate (e.g. from a decoded URL path)
+        return regex.search(text.encode("utf-8", "replace").decode("utf-8")) is not None
 
 
 def _short(pattern: str) -> str:
