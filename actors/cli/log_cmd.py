@@ -1,28 +1,47 @@
-"""``cap log show`` and ``cap replay``: read a log without changing it."""
+"""``cap log show``, ``cap replay`` and ``cap log repair``: read a log without changing it.
+
+Readers never cut and never stop at damage: they show everything readable,
+name every damaged span on stderr (byte range, last good seq, what was
+lost), and exit 2 when anything was lost, so a script cannot take a partial
+listing for the whole log.  A torn final append (a crash mid-write) and
+events of a newer trio-cap are reported but are not damage: exit 0.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
+from collections.abc import Iterator
 
 import msgspec
 
-from trio_cap.actors.cli.common import EXIT_OK, UsageError
+from trio_cap.actors.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from trio_cap.actors.cli.render import line
-from trio_cap.events.envelope import to_json_obj
+from trio_cap.events.envelope import Envelope, to_json_obj
+from trio_cap.events.kinds import LogLost, LogUndecodable
 from trio_cap.events.log import FileEventLog, LogCorrupted, LogFormatError
-from trio_cap.events.replay import replay
+from trio_cap.events.log.file import describe_gap
+from trio_cap.events.log.records import MADE_ON_READ
+from trio_cap.events.log.repair import RepairError, repair
+from trio_cap.events.log.scan import Damage, SeqGap
+from trio_cap.events.projections import fold, initial_state
+
+_WINDOW = 4096
+_MAX_NOTES = 20  # per kind of note; the rest are counted
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    log = sub.add_parser("log", help="inspect a run's event log")
+    log = sub.add_parser("log", help="inspect or repair a run's event log")
     log_sub = log.add_subparsers(dest="log_command", metavar="SUBCOMMAND", required=True)
     show = log_sub.add_parser(
         "show",
         help="print a log's events",
         description="Print every event of a .caplog file: one readable line per event, or one "
-        "JSON object per line with --json.  The file is opened read-only; a torn tail is "
-        "reported, not cut.",
+        "JSON object per line with --json.  The file is opened read-only and read as a "
+        "stream.  Damage is stepped over and reported on stderr (exit 2 when events were "
+        "lost; recover with `cap log repair`); a torn final append is reported, not cut.  "
+        "Events this build cannot decode are shown raw (their kind and payload as JSON).",
     )
     show.add_argument("log", metavar="LOG", help="path of the .caplog file")
     show.add_argument("--json", action="store_true", help="one JSON object per line")
@@ -30,11 +49,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     show.add_argument("--until", metavar="SEQ", type=int, help="stop after this seq")
     show.set_defaults(func=show_log)
 
+    fix = log_sub.add_parser(
+        "repair",
+        help="copy every valid record of a damaged log into a new log",
+        description="Copy every valid record of LOG, in seq order, into the new file --out "
+        "(never written twice, never in place).  Seqs keep their numbers; each seq that damage "
+        "destroyed becomes a log.lost placeholder, so causes still point at the right events.  "
+        "Prints every damaged byte range skipped and every seq range lost.  Exit 0 when events "
+        "were recovered, 1 when nothing could be (no output is left), 2 on bad usage.",
+    )
+    fix.add_argument("log", metavar="LOG", help="the damaged .caplog file (only read)")
+    fix.add_argument("--out", metavar="NEW", required=True,
+                     help="the repaired log to create (must not exist)")
+    fix.set_defaults(func=repair_log)
+
     rep = sub.add_parser(
         "replay",
         help="rebuild and print the state a log describes",
         description="Fold the log's events into the projections (sessions, usage, plans, "
-        "pending asks and permissions) up to --until and print the result.",
+        "pending asks and permissions) up to --until and print the result.  Damage is "
+        "reported on stderr as by `cap log show` (exit 2 when events were lost).",
     )
     rep.add_argument("log", metavar="LOG", help="path of the .caplog file")
     rep.add_argument("--until", metavar="SEQ", type=int, help="replay up to and including SEQ")
@@ -43,47 +77,204 @@ def register(sub: argparse._SubParsersAction) -> None:
     rep.set_defaults(func=replay_log)
 
 
+# ---- opening and reporting ----------------------------------------------------
+
+
 def open_readonly(path: str) -> FileEventLog:
     try:
         log = FileEventLog(path, readonly=True)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such log file") from None
-    except (LogFormatError, LogCorrupted) as exc:
-        raise UsageError(str(exc)) from None
     except IsADirectoryError:
         raise UsageError(f"{path} is a directory, not a log file") from None
-    if log.recovered:
-        print(
-            f"cap: {path}: the last {log.recovered.dropped_bytes} bytes are a torn or corrupt "
-            f"tail ({log.recovered.detail}); showing the {log.last_seq} complete events",
-            file=sys.stderr,
-        )
+    except (LogFormatError, LogCorrupted) as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
     return log
+
+
+class Reporter:
+    """Says on stderr what a reader stepped over, and whether that lost events."""
+
+    def __init__(self, log: FileEventLog) -> None:
+        self.log = log
+        self.path = log.path
+        self.lost = 0  # events lost to damage
+        self.damaged = False
+        self.unreadable = 0
+        self._seen_ranges = {(g.from_seq, g.to_seq) for g in log.damage if isinstance(g, SeqGap)}
+        for note in self._open_notes():
+            self._say(note)
+
+    def _say(self, text: str) -> None:
+        print(f"cap: {self.path}: {text}", file=sys.stderr)
+
+    def _open_notes(self) -> Iterator[str]:
+        found = self.log.damage
+        i = 0
+        while i < len(found):
+            item = found[i]
+            if isinstance(item, SeqGap):
+                self.damaged = True
+                yield describe_gap(item)
+                i += 1
+                continue
+            assert isinstance(item, Damage)
+            if item.torn:
+                yield (f"the last {item.end - item.start} bytes (from byte {item.start}, after "
+                       f"seq {item.after_seq}) are a torn final append; a writer would cut them")
+                i += 1
+                continue
+            self.damaged = True
+            text = f"{'damaged' if item.kept else 'skipped damaged'} {item.describe()}"
+            nxt = found[i + 1] if i + 1 < len(found) else None
+            if isinstance(nxt, SeqGap) and nxt.at_offset == item.end:
+                text += f"; seqs {nxt.from_seq}–{nxt.to_seq} are lost"
+                i += 1
+            yield text
+            i += 1
+
+    def envelope(self, env: Envelope) -> None:
+        """Note placeholders met while streaming (each lost range once)."""
+        event = env.event
+        if isinstance(event, LogLost):
+            key = (event.from_seq, event.to_seq)
+            made_on_read = bool(event.meta and event.meta.get(MADE_ON_READ))
+            if made_on_read:  # damage met now, not a placeholder a repair stored
+                self.lost += 1
+                self.damaged = True
+            if key not in self._seen_ranges:
+                self._seen_ranges.add(key)
+                if made_on_read:
+                    self._say(f"seqs {event.from_seq}–{event.to_seq} are unreadable: "
+                              f"{event.reason}")
+                else:
+                    self._say(f"seqs {event.from_seq}–{event.to_seq} were lost before a repair "
+                              f"({event.reason})")
+        elif isinstance(event, LogUndecodable):
+            self.unreadable += 1
+            if self.unreadable <= _MAX_NOTES:
+                self._say(f"seq {env.seq}: {event.original_kind or 'an event'} is not "
+                          f"readable by this build ({event.error}); shown raw")
+
+    def finish(self) -> int:
+        if self.unreadable > _MAX_NOTES:
+            self._say(f"{self.unreadable - _MAX_NOTES} more events not readable by this build")
+        if not self.damaged:
+            return EXIT_OK
+        lost = f"{self.lost} events lost" if self.lost else "no event lost"
+        print(f"cap: error: {self.path} is damaged ({lost}); everything readable was used, and "
+              f"a writer refuses the file. Recover with: cap log repair {self.path} --out NEW",
+              file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _windows(log: FileEventLog, until: int | None) -> Iterator[list[Envelope]]:
+    """The log a window of seqs at a time: memory stays flat however long the log."""
+    end = log.last_seq if until is None else min(until, log.last_seq)
+    seq = 1
+    while seq <= end:
+        yield log.read(seq, until=min(end, seq + _WINDOW - 1))
+        seq += _WINDOW
+
+
+# ---- cap log show ---------------------------------------------------------------
 
 
 def show_log(args: argparse.Namespace) -> int:
     log = open_readonly(args.log)
+    report = Reporter(log)
     out = sys.stdout
     encode = msgspec.json.encode
-    seq = 1
-    end = log.last_seq if args.until is None else min(args.until, log.last_seq)
-    while seq <= end:
-        envs = log.read(seq, args.session, until=min(end, seq + 4095))
+    shown_lost: set[tuple[int, int]] = set()
+    for envs in _windows(log, args.until):
         for env in envs:
+            report.envelope(env)
+            event = env.event
+            if args.session is not None and env.stream != args.session and \
+                    not isinstance(event, LogLost):
+                continue
             if args.json:
-                out.write(encode(to_json_obj(env)).decode() + "\n")
+                out.write(encode(_json(env)).decode() + "\n")
+            elif isinstance(event, LogLost):
+                key = (event.from_seq, event.to_seq)
+                if key not in shown_lost:
+                    shown_lost.add(key)
+                    out.write(f"{env.seq:>6}  {'-':<12}  {'-':<17} {'log.lost':<24} seqs "
+                              f"{event.from_seq}–{event.to_seq} lost: {event.reason}\n")
+            elif isinstance(event, LogUndecodable):
+                out.write(_raw_line(env, event) + "\n")
             else:
                 out.write(line(env) + "\n")
-        seq += 4096
+    log.close()
+    return report.finish()
+
+
+def _json(env: Envelope) -> dict:
+    event = env.event
+    if isinstance(event, LogUndecodable) and isinstance(event.payload, dict):
+        return {"seq": env.seq, "at": env.at, "stream": env.stream, "cause": env.cause,
+                **event.payload}
+    return to_json_obj(env)
+
+
+def _raw_line(env: Envelope, event: LogUndecodable) -> str:
+    """Like :func:`line`, with the stored kind and the raw payload as JSON."""
+    body = msgspec.json.encode(event.payload).decode()
+    if len(body) > 300:
+        body = body[:299] + "…"
+    stamp = time.strftime("%H:%M:%S", time.localtime(env.at)) + f".{int(env.at * 1000) % 1000:03d}"
+    return (f"{env.seq:>6}  {stamp}  {env.stream or '-':<17} {event.original_kind or '?':<24} "
+            f"(raw: not readable by this build) {body}")
+
+
+# ---- cap log repair --------------------------------------------------------------
+
+
+def repair_log(args: argparse.Namespace) -> int:
+    if args.out == args.log:
+        raise UsageError("--out must name a new file, not the damaged log itself")
+    try:
+        report = repair(args.log, args.out)
+    except (RepairError, LogFormatError) as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"{exc.filename or args.log}: {exc.strerror or exc}") from None
+    for span in report.skipped:
+        what = "torn final append, " if span.torn else "damaged " if not span.kept else ""
+        print(f"{'repaired' if span.kept else 'skipped'} {what}{span.describe()}")
+    for first, last in report.lost:
+        print(f"seqs {first}–{last} lost: written as log.lost placeholders")
+    for note in report.unreadable[:_MAX_NOTES]:
+        print(f"note: {note}")
+    if not report.recovered:
+        print(f"cap: error: nothing in {args.log} could be recovered; {args.out} was not "
+              "written", file=sys.stderr)
+        return EXIT_FAILED
+    placeholders = sum(last - first + 1 for first, last in report.lost)
+    clean = "" if report.skipped or report.lost else " (nothing was damaged)"
+    print(f"recovered {report.events} events in {report.records} records, seqs 1–"
+          f"{report.last_seq} with {placeholders} placeholders, into {args.out}{clean}")
     return EXIT_OK
+
+
+# ---- cap replay ------------------------------------------------------------------
 
 
 def replay_log(args: argparse.Namespace) -> int:
     log = open_readonly(args.log)
-    state = replay(log, args.until)
+    report = Reporter(log)
+    state = initial_state()
+    for envs in _windows(log, args.until):
+        for env in envs:
+            if type(env.event) in (LogLost, LogUndecodable):
+                report.envelope(env)
+        fold(state, envs)
+    log.close()
     if args.json:
         print(msgspec.json.encode(_json_state(state, args.session)).decode())
-        return EXIT_OK
+        return report.finish()
     print(f"replayed {state.last_seq} events from {args.log}")
     sessions = state.sessions.sessions
     ids = [args.session] if args.session else list(sessions)
@@ -112,7 +303,7 @@ def replay_log(args: argparse.Namespace) -> int:
     total = state.usage.total
     print(f"\ntotal usage: {total.input_tokens} in / {total.output_tokens} out tokens, "
           f"${total.cost_usd:.4f}; pending: {state.pending.count()}")
-    return EXIT_OK
+    return report.finish()
 
 
 def _json_state(state, session: str | None) -> dict:

@@ -206,12 +206,14 @@ class FileEventLog(EventLog):
         return f"lost to damage in {self.path} ({where})"
 
     def _refuse(self, problems: list[Damage | SeqGap]) -> None:
+        # a gap right after a damaged span is that span's loss, not more damage
+        ends = {d.end for d in problems if isinstance(d, Damage)}
+        more = sum(1 for d in problems if isinstance(d, Damage) or d.at_offset not in ends) - 1
         first = problems[0]
         if isinstance(first, SeqGap):
             raise LogCorrupted(self.path, first.at_offset, first.from_seq - 1,
-                               describe_gap(first), more=len(problems) - 1)
-        raise LogCorrupted(self.path, first.start, first.after_seq, first.detail,
-                           more=len(problems) - 1)
+                               describe_gap(first), more=more)
+        raise LogCorrupted(self.path, first.start, first.after_seq, first.detail, more=more)
 
     def _index(self, offset: int, length: int, first: int) -> None:
         self._offsets.append(offset)
@@ -379,6 +381,14 @@ class FileEventLog(EventLog):
                 else:
                     yield from (env for env in batch if from_seq <= env.seq <= to_seq)
             i = k + 1
+
+    def close(self) -> None:
+        """Close a read-only log without Trio (command-line readers)."""
+        if not self.readonly:
+            raise RuntimeError("a writable log is closed with aclose(), which flushes it")
+        if not self._closed:
+            self._closed = True
+            os.close(self._fd)
 
     @property
     def size(self) -> int:

@@ -114,7 +114,7 @@ def _encode_record(chunk: Sequence[Envelope], buf: bytearray, spans: list[Record
     if len(chunk) == 1:
         env = chunk[0]
         raise EventTooLarge(
-            f"a {env.kind} event encodes to {length:,} bytes; a log record holds at most "
+            f"one {env.kind} event encodes to {length:,} bytes; a log record holds at most "
             f"{MAX_RECORD:,} bytes, so it was refused and nothing was logged"
         )
     half = len(chunk) // 2
@@ -250,6 +250,7 @@ def _raw_envelope(raw: msgspec.Raw, error: str) -> Envelope | None:
         original_kind=kind if isinstance(kind, str) else None,
         payload=msgspec.to_builtins(event, str_keys=True),
         error=error,
+        meta={MADE_ON_READ: True},
     )
     return Envelope(
         seq,
@@ -275,10 +276,16 @@ def _lost(first: int, count: int, reason: str) -> Decoded:
     return Decoded(lost_envelopes(first, first + count - 1, reason), reason, lost=True)
 
 
+MADE_ON_READ = "trio_cap.made_on_read"
+"""``_meta`` key on placeholders a reader made for damage it met (never stored):
+they tell a reader's report from ``log.lost`` events a repair wrote."""
+
+
 def lost_envelopes(from_seq: int, to_seq: int, reason: str, *, at: float = 0.0,
-                   only: tuple[int, int] | None = None) -> list[Envelope]:
+                   only: tuple[int, int] | None = None, stored: bool = False) -> list[Envelope]:
     """One ``log.lost`` placeholder per seq of the range (or of ``only``, a part of it),
-    each naming the whole range."""
-    event = LogLost(from_seq=from_seq, to_seq=to_seq, reason=reason)
+    each naming the whole range; ``stored``: for writing (``cap log repair``)."""
+    meta = None if stored else {MADE_ON_READ: True}
+    event = LogLost(from_seq=from_seq, to_seq=to_seq, reason=reason, meta=meta)
     lo, hi = only or (from_seq, to_seq)
     return [Envelope(seq, at, "", None, event) for seq in range(lo, hi + 1)]

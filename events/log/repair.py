@@ -138,7 +138,7 @@ def _fill(buf: bytearray, from_seq: int, to_seq: int, reason: str, at: float,
     if to_seq - from_seq + 1 > MAX_FILL:
         raise RepairError(f"{report.source}: {gap or 'a seq gap'}: a jump of "
                           f"{to_seq - from_seq + 1:,} seqs is not damage this tool can fill")
-    encode_into(lost_envelopes(from_seq, to_seq, reason, at=at), buf)
+    encode_into(lost_envelopes(from_seq, to_seq, reason, at=at, stored=True), buf)
     report.lost.append((from_seq, to_seq))
     report.last_seq = to_seq
 

@@ -96,8 +96,11 @@ class Damage:
     detail: str
     torn: bool = False
     """Provably a torn final append (see the module rules): safe to cut."""
+    kept: bool = False
+    """The span is one intact record with a damaged length field: it was read all the same."""
 
     def describe(self) -> str:
+        """``bytes A–B (after seq N): detail``."""
         return f"bytes {self.start}–{self.end} (after seq {self.after_seq}): {self.detail}"
 
 
@@ -291,7 +294,8 @@ class Scanner:
         final = end == self.fed_to and self._eof
         if fixed is not None:
             self._out.append(Damage(start, end, after, f"{self._detail}: the record's length "
-                                    "field is damaged; the record itself is intact and was read"))
+                                    "field is damaged; the record itself is intact and was read",
+                                    kept=True))
             self._accept(fixed)
             return
         torn = final and self._torn(start, end)
