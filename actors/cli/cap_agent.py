@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from trio_cap.actors import __version__
 from trio_cap.actors.bindings.stream_json.agent_argv import OptionsError, parse_claude_argv
 from trio_cap.actors.bindings.stream_json.agent_side import COMPAT_VERSION
-from trio_cap.actors.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
+from trio_cap.actors.cli.common import EXIT_USAGE
+from trio_cap.actors.cli.errors import report
 
 USAGE = f"""\
 usage: cap-agent [Claude Code flags] [trio-cap flags]
@@ -79,15 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         return run_agent(options)
-    except UsageError as exc:
-        print(f"cap-agent: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
-    except BaseExceptionGroup as group:
-        if group.subgroup(KeyboardInterrupt) is not None:
-            return EXIT_INTERRUPTED
-        raise
+    except BaseException as exc:  # one line and an exit code, never a traceback
+        return report(exc, prog="cap-agent")
 
 
 if __name__ == "__main__":

@@ -426,6 +426,7 @@ def explain(out: Outcome) -> int:
         say(f"turn {out.turn} was cut short ({out.stop_reason})" + (f": {why}" if why else ""))
         return EXIT_FAILED
     if budget is not None:
-        say(f"{budget.message}; the turn had already finished, so nothing was cut short, "
-            "but no further turn would start")
+        spent = budget.message.split(":", 1)[0]
+        say(f"budget exceeded: {spent}; turn {out.turn} had already finished when it was "
+            "crossed, so nothing was cut short, but no further turn would start")
     return EXIT_OK

@@ -233,7 +233,7 @@ class SessionActor(Actor):
             await self._apply(self.machine.fail(expired.code, expired.message))
         else:
             await self._apply(
-                self.machine.time_out(expired.code, f"{expired.message}; cancelling the turn")
+                self.machine.time_out(expired.code, f"{expired.message}; the turn is cancelled")
             )
 
     # ---- inbox ------------------------------------------------------------

@@ -446,8 +446,11 @@ class SessionMachine:
                     (
                         CapError(
                             code="cap_budget_exceeded",
-                            message=f"spent ${self.cost_usd:.4f} of a ${budget:.4f} budget; "
-                            "cancelling the turn",
+                            # usage often arrives as the turn ends: say what is done, not
+                            # that the turn is being cancelled when it may already be over
+                            message=f"spent ${self.cost_usd:.4f} of a ${budget:.4f} budget "
+                            f"during turn {self.turn}: cap.cancel sent (it stops the turn if it "
+                            "is still running); no further turn will start",
                         ),
                     ),
                     seq,

@@ -192,9 +192,9 @@ class AgentShell:
 
     async def _signals(self, cancel: trio.CancelScope) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
-            async for _ in signals:
-                self._note("terminated; closing the log")
-                self._exit = 143
+            async for signum in signals:  # 143 for SIGTERM, 129 for SIGHUP, as a shell says
+                self._note(f"{signal.Signals(signum).name}: closing the log")
+                self._exit = 128 + signum
                 cancel.cancel()
                 return
 
