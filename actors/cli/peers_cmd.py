@@ -72,7 +72,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "env",
         help="print an isolated environment pointing one agent at a model server",
         description=(
-            "Create a fresh HOME (and config dirs) for one run of NAME, pre-seed its config "
+            "Create a HOME (and config dirs) for runs of NAME, pre-seed its config "
             "(onboarding, settings, provider, price map), and print the environment as shell "
             "`export` lines (or JSON): base URL and dummy key set, telemetry, auto-update and "
             "nonessential traffic off. Usage: eval \"$(cap peers env claude-code --model-url "
@@ -84,7 +84,9 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--model-url", required=True, metavar="URL",
                    help="base URL of the model server, e.g. http://127.0.0.1:8080 (no /v1)")
     p.add_argument("--home", type=Path, default=None,
-                   help="directory to use as the run's HOME (default: a new temp dir)")
+                   help="directory to use as the run's HOME (default: <peers dir>/homes/NAME, "
+                   "created once and re-seeded on every call, so repeated calls leave no "
+                   "directories behind; pass a new directory for a pristine HOME)")
     p.add_argument("--workdir", type=Path, default=None,
                    help="project directory the agent will work in (pre-trusted where needed)")
     p.add_argument("--model", default=None, help="model name the agent should request")
@@ -150,9 +152,12 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_env(args: argparse.Namespace) -> int:
     from trio_cap.actors.peers.env import isolated_env
 
+    root = _root(args)
+    # a fixed home per peer: printing an environment must not leave a new temp dir each time
+    home = args.home if args.home is not None else root / "homes" / args.name
     penv = isolated_env(
-        args.name, args.model_url, home=args.home, workdir=args.workdir, model=args.model,
-        api_key=args.api_key, root=_root(args),
+        args.name, args.model_url, home=home, workdir=args.workdir, model=args.model,
+        api_key=args.api_key, root=root,
     )
     if args.json:
         print(json.dumps({"name": penv.name, "home": str(penv.home),
