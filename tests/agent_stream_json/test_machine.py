@@ -154,6 +154,7 @@ def test_tool_inputs_use_claude_codes_shapes_and_an_allow_can_rewrite_them():
     assert body["subtype"] == "can_use_tool" and body["tool_name"] == "Write"
     assert body["input"] == {"file_path": "/work/a.txt", "content": "x\n"}
     assert body["blocked_path"] == "/work/a.txt" and body["permission_suggestions"] == []
+    assert body["_meta"] == {"cap.agent_risk": "medium"}  # the brain's own claim, passed on
     tool_use = h.frames("assistant")[-1]["message"]["content"][0]
     assert body["tool_use_id"] == tool_use["id"]
     assert h.delivered[-1] == UserInputInject(content=h.delivered[-1].content)  # nothing yet

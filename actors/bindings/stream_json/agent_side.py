@@ -443,7 +443,8 @@ class AgentSide:
         self._prompts[request_id] = Prompt(request_id, "permission", event.req_id, call)
         command = event.intent.get("command")
         return [self._control_send(tools.can_use_tool(
-            request_id, call, command if isinstance(command, str) and command else None))]
+            request_id, call, command if isinstance(command, str) and command else None,
+            risk=event.risk_level))]
 
     def _deny(self, req_id: str, turn: Turn, call: Call, message: str,
               by: str) -> list[Effect]:

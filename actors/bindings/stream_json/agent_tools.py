@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from trio_cap.actors.bindings.base import DECIDED_BY, REFUSAL_MESSAGE, UPDATED_INPUT
+from trio_cap.actors.bindings.base import AGENT_RISK, DECIDED_BY, REFUSAL_MESSAGE, UPDATED_INPUT
 from trio_cap.actors.bindings.stream_json import agent_policy as policy
 from trio_cap.actors.bindings.stream_json import frames as f
 from trio_cap.actors.bindings.stream_json.agent_effects import Call, Prompt
@@ -28,12 +28,16 @@ TODO_RESULT = ("Todos have been modified successfully. Ensure that you continue 
 _TODO_STATUS = {"in_progress": "in_progress", "completed": "completed", "cancelled": "completed"}
 
 
-def can_use_tool(request_id: str, call: Call, description: str | None = None) -> f.ControlRequest:
-    """The ``can_use_tool`` request that asks the client about ``call``."""
+def can_use_tool(request_id: str, call: Call, description: str | None = None,
+                 risk: str | None = None) -> f.ControlRequest:
+    """The ``can_use_tool`` request that asks the client about ``call``; ``risk`` is this
+    agent's own rating of it (``_meta["cap.agent_risk"]``): a claim a CAP driver logs and
+    passes on, never one it trusts."""
     request = f.CanUseTool(tool_name=call.name, display_name=call.name, input=call.wire,
                            tool_use_id=call.tool_use_id, permission_suggestions=[],
                            blocked_path=policy.blocked_path(call.name, call.wire),
-                           description=description)
+                           description=description,
+                           meta={AGENT_RISK: risk} if risk else None)
     return f.ControlRequest(request_id=request_id, request=request)
 
 
