@@ -429,7 +429,8 @@ async def open_orchestrator(
     if log is None:
         owned = MemoryEventLog(clock)
     elif isinstance(log, str | os.PathLike):
-        owned = FileEventLog(log, fsync=fsync, clock=clock)  # type: ignore[arg-type]
+        # the open-time scan reads the whole file: not on the event loop
+        owned = await FileEventLog.open(log, fsync=fsync, clock=clock)  # type: ignore[arg-type]
     event_log = owned or log
     assert isinstance(event_log, EventLog)
     try:

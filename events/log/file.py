@@ -117,6 +117,7 @@ class FileEventLog(EventLog):
         self._recent_base = 1  # seq of self._recent[0]
         self._pending = bytearray()
         self._pending_last_seq = 0
+        self._in_flight = 0  # bytes a group commit is writing, not yet in _end
         self._flushing = False
         self._flushed = trio.Event()
         self._unsynced = 0
@@ -238,13 +239,12 @@ class FileEventLog(EventLog):
                                 f"write failure ({self._failed})")
         if self.readonly:
             raise LogWriteError(f"{self.path} was opened read-only")
-        encoded = bytearray()
-        spans = encode_into(envs, encoded)
-        base = self._end + len(self._pending)
+        pending = self._pending
+        spans = encode_into(envs, pending)  # all or nothing: on error pending is as it was
+        base = self._end + self._in_flight  # the file offset of pending[0]
         for span, nxt in zip(spans, [*spans[1:], None], strict=True):
-            end = nxt.offset if nxt else len(encoded)
+            end = nxt.offset if nxt else len(pending)
             self._index(base + span.offset, end - span.offset - HEADER_SIZE, span.first_seq)
-        self._pending += encoded
         self._pending_last_seq = envs[-1].seq
         self._recent.extend(envs)
         if len(self._recent) > 2 * _RECENT_KEEP:
@@ -311,12 +311,14 @@ class FileEventLog(EventLog):
         data = bytes(self._pending)
         last_seq = self._pending_last_seq
         self._pending.clear()
+        self._in_flight = len(data)
         start = self._end
         try:
             await trio.to_thread.run_sync(_write_and_sync, self._fd, data, start)
         except trio.Cancelled:
             # Cancelled before the thread started: nothing was written.
             self._pending[:0] = data
+            self._in_flight = 0
             raise
         except _SyncFailed as exc:
             self._fail(exc.error, "fsync")
@@ -327,6 +329,7 @@ class FileEventLog(EventLog):
             flushed, self._flushed = self._flushed, trio.Event()
             flushed.set()
         self._end = start + len(data)
+        self._in_flight = 0
         self._publish(last_seq)
 
     async def _close_backend(self) -> None:
