@@ -20,6 +20,7 @@ from trio_cap.events.kinds import (
     InputInjected,
     LogRecovered,
     PermissionDecided,
+    PermissionPathsResolved,
     PermissionRequest,
     PermissionResponse,
     Plan,
@@ -90,6 +91,10 @@ def describe(ev: object) -> str:
             return f"input from {ev.source}: {_short(ev.text)}"
         case CancelRequested():
             return f"cancel {ev.scope} requested ({ev.reason})"
+        case PermissionPathsResolved():
+            outside = ", ".join(ev.outside)
+            return (f"paths of {ev.req_id}: {ev.checked} checked"
+                    + (f"; outside through a symlink: {outside}" if outside else ", all inside"))
         case PermissionDecided():
             return f"permission {ev.req_id}: {ev.decision} by {ev.by}" + (
                 f" — {ev.reason}" if ev.reason else "")
