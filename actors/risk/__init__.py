@@ -40,9 +40,11 @@ from trio_cap.events.kinds import RiskLevel
 
 RISK_ORDER: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
 
-READ_TOOLS = frozenset({"read", "glob", "grep", "ls", "list", "view", "notebookread"})
+READ_TOOLS = frozenset({"read", "glob", "grep", "ls", "list", "view", "notebookread",
+                        "read_file", "read_many_files", "list_directory", "search_file_content"})
 WRITE_TOOLS = frozenset({"write", "edit", "multiedit", "notebookedit", "create", "delete",
-                         "remove", "move", "rename"})
+                         "remove", "move", "rename", "write_file", "replace"})
+"""Claude Code's names, and Gemini CLI's (``read_file``, ``write_file``, ``replace`` …)."""
 SHELL_TOOLS = frozenset({"bash", "shell", "run", "terminal", "exec", "execute",
                          "run_shell_command", "shell_command"})
 NETWORK_TOOLS = frozenset({"webfetch", "websearch", "fetch", "http", "browser", "web_fetch",

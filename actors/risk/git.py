@@ -120,6 +120,8 @@ def _discards(sub: str, words: list[str]) -> str | None:
     """Why this use loses work or reaches out ("read" when it only reads); else None."""
     flags = _flags(words)
     operands = [w for w in words if not w.startswith("-")]
+    if sub in ("apply", "am") and "--unsafe-paths" in flags:
+        return "applies a patch to paths outside the work tree"
     if sub == "rm" and flags & {"-r", "-f", "--force"}:
         return "removes recursively or by force"
     if sub == "reset" and flags & {"--hard", "--merge", "--keep"}:

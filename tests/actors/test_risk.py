@@ -83,6 +83,10 @@ HIGH = [
     "make CC=../evil", "git grep -O sh foo", "echo hi > /dev/tcp/1.2.3.4/80",
     "cat /proc/self/environ", "{rm,-rf,x}", 'rm -r""f x', "rm $'-rf' x",
     "time PATH=/tmp ls", "time LD_PRELOAD=/x.so ls", "command X=1 ls",
+    "git apply --unsafe-paths p.diff", "git worktree add ../x", "git submodule update",
+    "python -W ignore -c 1", "python -Sc 1", "python ../x.py", "python -m venv ../venv",
+    "node --require ./x.js app.js", "make -C ..", ": > ../x", "ls 3> ../x",
+    "mv a.txt .git/", "tee -a .git/config", "git config --global user.name x",
 ]
 
 SAFE = [
@@ -149,6 +153,13 @@ def test_commands_that_stay_approvable(command, expected):
         ("Write", {"file_path": "src/a.py", "content": "x"}, "write", "medium"),
         ("Edit", {"file_path": "a.py", "old_string": "a", "new_string": "b"}, "write", "medium"),
         ("TodoWrite", {"todos": []}, "write", "low"),
+        ("read_file", {"absolute_path": "/work/ws/a.py"}, "read", "low"),
+        ("write_file", {"file_path": "/work/ws/b.py", "content": "x"}, "write", "medium"),
+        ("write_file", {"file_path": "/etc/b.py", "content": "x"}, "write", "high"),
+        ("read_many_files", {"paths": ["a.py", "../b.py"]}, "read", "high"),
+        ("run_shell_command", {"command": "ls", "directory": "sub"}, "execute", "low"),
+        ("run_shell_command", {"command": "ls", "directory": ".."}, "execute", "high"),
+        ("apply_patch", {"input": "*** Begin Patch"}, "write", "high"),
         ("Read", {"file_path": "/etc/passwd"}, "read", "high"),
         ("Read", {"file_path": "../secret.txt"}, "read", "high"),
         ("Read", {"file_path": "~/.aws/credentials"}, "read", "high"),
