@@ -250,7 +250,7 @@ class ModelApp:
         """A refusal before the body was read: recorded, in the API's own error shape."""
         record = _record_base(scope)
         record["reply"] = {"status": status, "error": detail}
-        self.recorder.add(record)
+        await self.recorder.add(record)
         rt_kind = record["route"]
         api = "gemini" if rt_kind.startswith("gemini") else rt_kind
         message = f"request too large: {detail}" if status == 413 else detail
@@ -300,7 +300,7 @@ class ModelApp:
             detail = "JSON nested too deeply" if isinstance(exc, RecursionError) else str(exc)
             record["body"] = raw.decode("utf-8", "replace")
             record["reply"] = {"status": 400, "error": detail}
-            self.recorder.add(record)
+            await self.recorder.add(record)
             api = "gemini" if rt.kind.startswith("gemini") else rt.kind
             error = _error_body(api, Fault(status=400, message=detail))
             await self._respond(send, 400, _JSON, [dumps(error)])
@@ -308,10 +308,11 @@ class ModelApp:
         record["body"] = body
         status, ctype, frames, extra, delay = self._dispatch(rt, body, len(raw), raw_query,
                                                              record)
-        self.recorder.add(record)
+        line = self.recorder.prepare(record)
         # Everything up to here ran without a checkpoint, so only one decoded body exists
-        # at a time; drop it before the (possibly slow) send so that stays true.
+        # at a time; drop it before the (possibly slow) record write and send.
         del body, body_bytes, raw, record
+        await self.recorder.commit(line)
         await self._respond(send, status, ctype, frames, extra, delay)
 
     def _dispatch(self, rt: Route, body: Any, size: int, query: dict[str, str],

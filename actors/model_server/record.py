@@ -11,7 +11,7 @@ import contextlib
 import errno
 import os
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from urllib.parse import parse_qsl
 
 import trio
@@ -47,12 +47,12 @@ def clean_query(query: str) -> dict[str, str]:
             for k, v in parse_qsl(query, keep_blank_values=True)}
 
 
-def _open_append(path: Path) -> IO[bytes]:
+def _open_append(path: Path) -> int:
     """Open for appending without ever blocking: a FIFO nobody reads fails (ENXIO) at once
-    instead of hanging the server before it listens."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "ab")
+    instead of hanging the server before it listens.  The descriptor stays non-blocking:
+    Linux ignores that for regular files, and for a pipe, FIFO or terminal it lets a
+    stalled reader stall only the requests being recorded, never the event loop."""
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
 
 
 class RecordError(Exception):
@@ -63,7 +63,9 @@ class Recorder:
     """Keeps every record; lets a test wait for the n-th one instead of sleeping.
 
     ``keep=False`` (the CLI) counts records without holding them: a long-running
-    server must not keep every request body it ever saw in memory.  A write that
+    server must not keep every request body it ever saw in memory.  A record is
+    written before its response is sent (a test that got the response finds its
+    line), waiting for a slow reader without blocking anything else.  A write that
     fails (disk full, file gone) does not fail the request: recording stops,
     ``failure`` says why in one line and ``failed`` is set, so the owner can stop
     serving rather than go on with a record that silently lacks requests.
@@ -73,60 +75,75 @@ class Recorder:
         self.path = path
         self.keep = keep
         self.records: list[dict[str, Any]] = []
-        self.count = 0
+        self.count = 0  # records numbered so far
+        self.done = 0  # records fully handled (written, when there is a file)
         self.failure: str | None = None
         self.failed = trio.Event()
-        self._file: IO[bytes] | None = None
+        self._fd: int | None = None
+        self._lock = trio.Lock()  # one line at a time, in seq order (trio locks are fair)
         self._waiters: list[tuple[int, trio.Event]] = []
         if path is not None:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                self._file = _open_append(path)
+                self._fd = _open_append(path)
             except OSError as exc:
                 why = ("a FIFO that no process is reading" if exc.errno == errno.ENXIO
                        else exc.strerror or str(exc))
                 raise RecordError(f"cannot open the record file {path}: {why}") from None
 
-    def add(self, record: dict[str, Any]) -> None:
+    async def add(self, record: dict[str, Any]) -> None:
+        await self.commit(self.prepare(record))
+
+    def prepare(self, record: dict[str, Any]) -> bytes | None:
+        """Number the record and encode its line, at once (no checkpoint): the caller can
+        then drop the request's decoded body before waiting on :meth:`commit`."""
         self.count += 1
         record = {"seq": self.count, **record}
         if self.keep:
             self.records.append(record)
-        if self._file is not None:
-            self._write(record)
+        if self._fd is None:
+            return None
+        try:
+            return dumps(record) + b"\n"
+        except RecursionError:
+            return dumps({**record, "body": "<body nested too deeply to record>"}) + b"\n"
+
+    async def commit(self, line: bytes | None) -> None:
+        """Write a prepared line (in seq order), then wake whoever waits for that many."""
+        if line is not None:
+            await self._write(line)
+        self.done += 1
         still = []
         for n, event in self._waiters:
-            if self.count >= n:
+            if self.done >= n:
                 event.set()
             else:
                 still.append((n, event))
         self._waiters = still
 
-    def _write(self, record: dict[str, Any]) -> None:
-        assert self._file is not None
-        try:
-            line = dumps(record)
-        except RecursionError:
-            line = dumps({**record, "body": "<body nested too deeply to record>"})
-        try:
-            self._file.write(line + b"\n")
-            self._file.flush()
-        except OSError as exc:
-            self.failure = f"cannot write the record file {self.path}: {exc.strerror or exc}"
-            with contextlib.suppress(OSError):
-                self._file.close()
-            self._file = None
-            self.failed.set()
+    async def _write(self, line: bytes) -> None:
+        view = memoryview(line)
+        async with self._lock:
+            while view and self._fd is not None:
+                try:
+                    view = view[os.write(self._fd, view):]
+                except BlockingIOError:
+                    await trio.lowlevel.wait_writable(self._fd)
+                except OSError as exc:
+                    self.failure = (f"cannot write the record file {self.path}: "
+                                    f"{exc.strerror or exc}")
+                    self.close()
+                    self.failed.set()
 
     async def wait_for(self, count: int) -> list[dict[str, Any]]:
-        if self.count < count:
+        if self.done < count:
             event = trio.Event()
             self._waiters.append((count, event))
             await event.wait()
         return self.records
 
     def close(self) -> None:
-        if self._file is not None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
             with contextlib.suppress(OSError):
-                self._file.close()
-            self._file = None
+                os.close(fd)

@@ -6,6 +6,7 @@ loopback (httpx, or a raw socket where a client must misbehave).
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import signal
@@ -260,3 +261,29 @@ async def test_record_file_that_fills_up_stops_the_server_with_one_line() -> Non
     assert "Traceback" not in text
     assert "cap model serve: cannot write the record file /dev/full: No space left on device" in (
         text)
+
+
+
+async def test_sigterm_while_the_record_reader_has_stalled() -> None:
+    """``--record /dev/stdout`` into a pipe nobody reads: requests wait, the server does not.
+
+    A 1 MiB record line cannot fit a pipe (64 KiB), so once its first bytes arrive the
+    write is certainly stuck; SIGTERM must still end the server at once.
+    """
+    async with serving(["--record", "/dev/stdout"]) as served, trio.open_nursery() as nursery:
+        stdout = served.proc.stdout
+        assert stdout is not None
+
+        async def stuck_request() -> None:
+            with contextlib.suppress(httpx.TransportError):  # the server goes away
+                await post(served.url, chat("z" * (1024 * 1024)))
+
+        nursery.start_soon(stuck_request)
+        seen = b""
+        with trio.fail_after(30):
+            while b'{"seq":1' not in seen:
+                seen += await stdout.receive_some(4096)
+        code, took = await served.stop(signal.SIGTERM)
+        nursery.cancel_scope.cancel()
+    assert code == 0 and took < 10
+    assert b"Traceback" not in served.stderr
