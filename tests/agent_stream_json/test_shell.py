@@ -178,3 +178,59 @@ def test_cap_agent_accepts_a_stream_json_drivers_command_line(tmp_path):
                 for b in f["message"]["content"] if b["type"] == "thinking"]
     assert thoughts == ["System prompt: Be kind."]
     assert (tmp_path / "d.txt").read_text() == "driven\n"
+
+
+def test_files_named_on_the_command_line_are_read_by_the_shell(cap_agent, tmp_path):
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("Be a pirate.")
+    done = subprocess.run([cap_agent, *BASE, "--system-prompt-file", str(prompt)],
+                          input=user("hi"), capture_output=True, text=True, cwd=tmp_path,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    thoughts = [b["thinking"] for f in map(json.loads, done.stdout.splitlines())
+                if f["type"] == "assistant" for b in f["message"]["content"]
+                if b["type"] == "thinking"]
+    assert thoughts == ["System prompt: Be a pirate."]
+
+
+def test_bad_files_on_the_command_line_exit_2_with_one_line(cap_agent, tmp_path):
+    binary = tmp_path / "binary"
+    binary.write_bytes(b"\xff\xfe\x00prompt")
+    cases = [
+        ("--system-prompt-file", str(tmp_path / "missing.txt")),
+        ("--system-prompt-file", str(binary)),
+        ("--append-system-prompt-file", str(tmp_path)),
+        ("--transcript-file", str(tmp_path / "no" / "such" / "dir" / "t.json")),
+        ("--transcript-file", str(tmp_path)),
+    ]
+    for flag, path in cases:
+        done = subprocess.run([cap_agent, *BASE, flag, path], input=user("hi"),
+                              capture_output=True, text=True, cwd=tmp_path, timeout=30,
+                              check=False)
+        assert done.returncode == 2, (flag, path, done.stderr)
+        assert done.stdout == "", (flag, path)  # refused before any session started
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and flag in lines[0] and "Traceback" not in done.stderr, lines
+
+
+def test_the_transcript_file_is_written_at_exit_even_on_sigterm(cap_agent, tmp_path):
+    log, transcript = tmp_path / "agent.caplog", tmp_path / "transcript.json"
+    proc = subprocess.Popen([cap_agent, *BASE, "--log", str(log), "--transcript-file",
+                             str(transcript)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=tmp_path)
+    assert proc.stdin and proc.stdout and proc.stderr
+    proc.stdin.write(user("think: long\nwait 60").encode())
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["subtype"] == "init"
+    proc.send_signal(signal.SIGTERM)
+    try:
+        assert proc.wait(timeout=30) == 143
+    finally:
+        proc.kill()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()
+    document = json.loads(transcript.read_text())
+    assert document["agent"] == "cap-agent" and document["session_id"]
+    events = FileEventLog(log, readonly=True).read()
+    assert [e[0] for e in document["events"]] == [e.seq for e in events]
+    assert document["events"][0][4]["kind"] == "cap.session.config"

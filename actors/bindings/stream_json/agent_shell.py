@@ -71,7 +71,9 @@ CoreFactory = Callable[[Emit, str], Core]
 
 def resolve_options(options: AgentOptions) -> AgentOptions:
     """``options`` with what the machine may not read itself filled in: the working directory
-    and the text of ``--system-prompt-file`` / ``--append-system-prompt-file``.
+    and the text of ``--system-prompt-file`` / ``--append-system-prompt-file``; and
+    ``--transcript-file`` checked up front, so a session is not run for a file that cannot
+    be written.  Idempotent.
 
     Raises :class:`OptionsError` (exit code 2) naming the flag and the file."""
     changes: dict[str, Any] = {}
@@ -79,16 +81,36 @@ def resolve_options(options: AgentOptions) -> AgentOptions:
         changes["cwd"] = os.getcwd()
     if options.system_prompt_file is not None:
         changes["system_prompt"] = _read("--system-prompt-file", options.system_prompt_file)
+        changes["system_prompt_file"] = None
     if options.append_system_prompt_file is not None:
         changes["append_system_prompt"] = _read("--append-system-prompt-file",
                                                 options.append_system_prompt_file)
+        changes["append_system_prompt_file"] = None
+    if options.transcript_file is not None:
+        _check_writable("--transcript-file", options.transcript_file)
     return attrs.evolve(options, **changes) if changes else options
+
+
+MAX_PROMPT_FILE = 16 << 20
+
+
+def _check_writable(flag: str, path: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise OptionsError(f"{flag}: {path} is a directory")
+    if not os.path.isdir(folder):
+        raise OptionsError(f"{flag}: {path}: the directory {folder} does not exist")
+    if not os.access(path if os.path.exists(path) else folder, os.W_OK):
+        raise OptionsError(f"{flag}: {path}: permission denied")
 
 
 def _read(flag: str, path: str) -> str | None:
     try:
-        with open(path, encoding="utf-8") as file:
-            return file.read() or None
+        with open(path, "rb") as file:
+            data = file.read(MAX_PROMPT_FILE + 1)
+        if len(data) > MAX_PROMPT_FILE:
+            raise OptionsError(f"{flag}: {path} is larger than {MAX_PROMPT_FILE >> 20} MiB")
+        return data.decode("utf-8") or None
     except UnicodeDecodeError:
         raise OptionsError(f"{flag}: {path} is not UTF-8 text") from None
     except OSError as exc:
