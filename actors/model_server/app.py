@@ -8,8 +8,9 @@ worker, so ``trio.sleep`` is the right sleep.
 Hostile clients are bounded here: a body is counted while it streams in and
 refused with 413 as soon as it passes :data:`MAX_BODY_BYTES` (a
 ``content-length`` above the limit is refused before a byte is read), a
-compressed body may not inflate past the same limit, and all bodies being
-received at once share :data:`MAX_BUFFERED_BYTES` (503 beyond it).  Whatever a request
+compressed body may not inflate past the same limit nor decode into more than
+:data:`MAX_JSON_VALUES` values, and all bodies being received at once share
+:data:`MAX_BUFFERED_BYTES` (503 beyond it).  Whatever a request
 contains, the answer is an HTTP status with a JSON error, never a traceback in
 the server's output.
 """
