@@ -25,7 +25,7 @@ from trio_cap.events.log.file import describe_gap
 from trio_cap.events.log.records import MADE_ON_READ
 from trio_cap.events.log.repair import RepairError, repair
 from trio_cap.events.log.scan import Damage, SeqGap
-from trio_cap.events.projections import fold, initial_state
+from trio_cap.events.replay import replay
 
 _WINDOW = 4096
 _MAX_NOTES = 20  # per kind of note; the rest are counted
@@ -265,12 +265,14 @@ def repair_log(args: argparse.Namespace) -> int:
 def replay_log(args: argparse.Namespace) -> int:
     log = open_readonly(args.log)
     report = Reporter(log)
-    state = initial_state()
-    for envs in _windows(log, args.until):
+
+    def seen(envs) -> None:
         for env in envs:
             if type(env.event) in (LogLost, LogUndecodable):
                 report.envelope(env)
-        fold(state, envs)
+
+    # the transcript is never printed here, and it is what grows with every text chunk
+    state = replay(log, args.until, batch=_WINDOW, skip=("transcript",), seen=seen)
     log.close()
     if args.json:
         print(msgspec.json.encode(_json_state(state, args.session)).decode())
