@@ -471,6 +471,21 @@ def test_random_bytes_never_raise(data: bytes) -> None:
     check_value(rpc, rpc.receive(data))
 
 
+_TOKENS = st.sampled_from([
+    b"{", b"}", b"[", b"]", b":", b",", b" ", b'"jsonrpc"', b'"2.0"', b'"id"', b"1", b"-1.5",
+    b'"1"', b"null", b"true", b'"method"', b'"m"', b'"params"', b'"result"', b'"error"',
+    b'{"code":1,"message":"x"}', b'"\\ud800"', b"\xff",
+])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_TOKENS, max_size=40))
+def test_near_json_token_soup_never_raises(parts: list[bytes]) -> None:
+    rpc = JsonRpc()
+    rpc.request("a")
+    check_value(rpc, rpc.receive(b"".join(parts)))
+
+
 @settings(max_examples=300, deadline=None)
 @given(_json)
 def test_random_json_never_raises(value: Any) -> None:
