@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from trio_cap.actors.risk.commands import Args, Handler, paths, run
+from trio_cap.actors.risk.commands import Args, Handler, _attached_path, paths, run
 from trio_cap.actors.risk.shell import Judge
 
 # ---- cd / set ------------------------------------------------------------------------
@@ -198,6 +198,8 @@ def _grep(judge: Judge, name: str, args: Args) -> None:
             elif "=" not in arg and (arg in (_RG_VALUE if name == "rg" else _GREP_VALUE)
                                      or arg in _GREP_PATTERN):
                 i += 1
+            elif not arg.startswith("--") and len(arg) > 2 and _attached_path(arg[2:]):
+                judge.path(arg[2:], what=f"{name} reads")  # `-f/etc/x`
         elif not have_pattern:
             have_pattern = True  # the first operand is the pattern, not a path
         elif arg != "-":

@@ -87,6 +87,7 @@ HIGH = [
     "python -W ignore -c 1", "python -Sc 1", "python ../x.py", "python -m venv ../venv",
     "node --require ./x.js app.js", "make -C ..", ": > ../x", "ls 3> ../x",
     "mv a.txt .git/", "tee -a .git/config", "git config --global user.name x",
+    "grep -f/etc/passwd x", "rg pattern ~", "grep -r key /", "cp -t/etc a",
 ]
 
 SAFE = [
