@@ -176,11 +176,15 @@ class FileEventLog(EventLog):
         if head != MAGIC:
             raise LogFormatError(f"{self.path} is not a trio-cap event log (bad magic header)")
         torn: Damage | None = None
+        offsets, lengths, firsts = self._offsets.append, self._lengths.append, self._firsts.append
         for found in scan_file(fd, size, Scanner()):
-            if isinstance(found, Record):
-                self._index(found.offset, found.length, found.first_seq)
-                self._end = found.end
-                self._visible_seq = found.last_seq
+            if type(found) is Record:
+                offset, length, first, count, _ = found
+                offsets(offset)
+                lengths(length)
+                firsts(first)
+                self._end = offset + HEADER_SIZE + length
+                self._visible_seq = first + count - 1
             elif isinstance(found, SeqGap):
                 self.damage.append(found)
                 self._index(_HOLE, 0, found.from_seq)

@@ -44,7 +44,7 @@ import re
 import zlib
 from collections import deque
 from collections.abc import Iterator
-from typing import Final
+from typing import Final, NamedTuple
 
 import attrs
 
@@ -61,8 +61,9 @@ from trio_cap.events.log.records import (
 )
 
 
-@attrs.frozen
-class Record:
+class Record(NamedTuple):
+    """A valid record (a tuple: a scan makes one per record, so it must be cheap)."""
+
     offset: int
     length: int
     """Payload bytes (taken from the span when the length field was damaged)."""
@@ -146,6 +147,22 @@ def _candidates(buf: bytearray, lo: int) -> Iterator[int]:
         yield heapq.heappop(waiting)
 
 
+_ARRAYS = [bytes((0x90 | n,)) + b"\x95" if n < 16 else b"\xdc" + n.to_bytes(2, "big") + b"\x95"
+           for n in range(MAX_BATCH + 1)]
+
+
+def _prefix(first: int, count: int) -> bytes:
+    """How msgspec starts a payload of ``count`` envelopes from seq ``first``."""
+    if first < 0x80:
+        return _ARRAYS[count] + bytes((first,))
+    if first < 1 << 16:
+        return _ARRAYS[count] + (b"\xcc" + first.to_bytes(1, "big") if first < 1 << 8
+                                 else b"\xcd" + first.to_bytes(2, "big"))
+    if first < 1 << 32:
+        return _ARRAYS[count] + b"\xce" + first.to_bytes(4, "big")
+    return _ARRAYS[count] + b"\xcf" + first.to_bytes(8, "big")
+
+
 class Scanner:
     def __init__(self, base: int = len(MAGIC), next_seq: int = 1, *,
                  keep_payload: bool = False) -> None:
@@ -192,6 +209,9 @@ class Scanner:
 
     # ---- SCAN ----------------------------------------------------------------
     def _scan(self) -> _Sentinel | None:
+        if self._run_of_records():
+            self._compact(self._pos)
+            return None
         pos, end = self._pos, self.fed_to
         if pos == end and self._eof:
             self._done = True
@@ -216,6 +236,36 @@ class Scanner:
         self._pos = pos + HEADER_SIZE + length
         self._compact(self._pos)
         return None
+
+    def _run_of_records(self) -> bool:
+        """The fast path: every complete, plainly valid, in-order record in the buffer.
+
+        Stops at the first record it is not sure of; the checks of
+        :meth:`_scan` then decide about that one.  True if it took any.
+        """
+        buf, base, out, keep = self._buf, self._base, self._out, self._keep
+        pos, end, nxt = self._pos, self.fed_to, self._next_seq
+        unpack, crc32 = HEADER.unpack_from, zlib.crc32
+        with memoryview(buf) as view:
+            while end - pos >= HEADER_SIZE:
+                i = pos - base
+                length, crc, first, count = unpack(buf, i)
+                body = i + HEADER_SIZE
+                stop = body + length
+                if (first != nxt or not 0 < length <= MAX_RECORD or not 0 < count <= MAX_BATCH
+                        or stop > end - base):
+                    break
+                prefix = _prefix(first, count)
+                if view[body : body + len(prefix)] != prefix or \
+                        crc32(view[i + CRC_FROM : stop]) != crc:
+                    break
+                out.append(Record(pos, length, first, count,
+                                  bytes(view[body:stop]) if keep else None))
+                nxt = first + count
+                pos = base + stop
+        took = pos != self._pos
+        self._pos, self._next_seq = pos, nxt
+        return took
 
     def _more(self, want: int, *, cut_at: int, detail: str = "truncated record header"
               ) -> _Sentinel | None:
