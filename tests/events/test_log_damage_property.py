@@ -48,6 +48,8 @@ def apply(data: bytes, spans, mutations) -> tuple[bytes, list[int]]:
     flipped: set[int] = set()
     for kind, at, arg in mutations:
         at = 8 + (at - 8) % max(len(buf) - 8, 1)
+        if at >= len(buf):
+            continue  # nothing after the magic left to damage
         if kind == "flip":
             buf[at] ^= arg
             flipped.add(origin[at])
