@@ -523,6 +523,7 @@ def test_a_core_that_fails_mid_turn_ends_it_with_an_error_result_last():
     assert h.out[-1]["errors"] == ["internal_error: the scripted brain crashed"]
     assert len(h.frames("result")) == 1  # the queued prompt never started
     assert h.out[-2]["cap"]["final"]
+    assert h.notes == ["the scripted brain crashed"]  # and one line on stderr
 
 
 def test_eof_with_a_prompt_pending_denies_it():

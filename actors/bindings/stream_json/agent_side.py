@@ -363,8 +363,7 @@ class AgentSide:
             message = next((e.event.message for e in envs if isinstance(e.event, CapError)), "")
             if self._turn is not None:
                 out += self._finish_turn("error", last=True)
-            else:
-                out.append(Note(message))
+            out.append(Note(message))  # a person at a terminal sees why, result or not
             out += self._end_session(1)
         elif self.diffs.due and self._turn is not None and after is None:
             out += self._diff()  # on core events only: for own records the state may be later
