@@ -22,7 +22,7 @@ runners (:data:`RUNNERS`)  medium: they run the workspace's own code (``pytest``
 wrappers                   ``command``, ``env``, ``nohup``, ``timeout``, ``nice``,
                            ``time``: the wrapped command is rated instead
 never                      interpreters given code inline or on stdin, ``eval``,
-                           ``exec``, ``source``, ``xargs``, ``sudo``, network tools,
+                           ``exec``, ``xargs``, ``sudo``, network tools,
                            ``chmod``/``chown``, ``dd`` … (everything not listed): high
 =========================  =========================================================
 
@@ -61,8 +61,6 @@ RUNNERS = frozenset(
 NEVER: dict[str, str] = {
     "eval": "eval runs text as a command",
     "exec": "exec replaces the shell with a command",
-    "source": "source runs a file in the shell itself",
-    ".": ". runs a file in the shell itself",
     "builtin": "builtin bypasses the command table",
     "xargs": "xargs runs a command on arguments only known at run time",
     "parallel": "parallel runs commands on arguments only known at run time",

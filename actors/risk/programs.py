@@ -119,6 +119,27 @@ def _node(judge: Judge, name: str, args: Args) -> None:
     judge.medium("node --test runs the workspace's tests")
 
 
+def _source(judge: Judge, name: str, args: Args) -> None:
+    """``source .venv/bin/activate``: workspace code run in the shell itself (medium)."""
+    if not args or args[0] is None or args[0].startswith("-"):
+        judge.high(f"{name} of a computed file")
+    judge.path(args[0], what=f"{name} runs")
+    paths(judge, args[1:], what="the script gets")
+    judge.medium(f"{name} runs {args[0]} from the workspace in the shell")
+
+
+_READ_FLAGS = frozenset({"-r", "-s", "-e"})
+
+
+def _read(judge: Judge, name: str, args: Args) -> None:
+    """``read line``: sets shell variables from standard input; never PATH or IFS."""
+    for arg in args:
+        if arg is None or (arg.startswith("-") and arg not in _READ_FLAGS):
+            judge.high(f"read {arg or '…'} is not rated")
+        if not arg.startswith("-") and not re.fullmatch(r"[a-z_][a-z0-9_]*", arg):
+            judge.high(f"read sets {arg}, which can change what commands do")
+
+
 def _shell(judge: Judge, name: str, args: Args) -> None:
     if not args or args[0] is None or args[0].startswith("-") or args[0].startswith("+"):
         judge.high(f"{name} given code inline or on standard input")
@@ -400,6 +421,9 @@ def match(name: str) -> Handler | None:
 
 HANDLERS: dict[str, Handler] = {
     "cd": _cd,
+    "source": _source,
+    ".": _source,
+    "read": _read,
     "set": _set,
     "node": _node,
     "bash": _shell,

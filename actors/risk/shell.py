@@ -14,10 +14,14 @@ what                                           rating
 =============================================  ==========================================
 text bash cannot parse, NUL bytes, > 64 KiB    high
 ``cmd &`` (runs beyond the turn)                high
-a shell construct other than lists, pipes,     high (functions, loops, ``if``, ``case``,
-``( )``, ``{ }``, ``!``, ``[[ ]]``             ``export``/``declare``, arithmetic …)
-a variable assignment, alone or as a           high, unless the name is harmless
-``VAR=x cmd`` prefix                           (:data:`BENIGN_ENV`) and the value fixed
+lists, pipes, ``( )``, ``{ }``, ``!``,          every part rated; a loop variable must be
+``[[ ]]``, ``if``, ``for``, ``while``,         lower case (``for PATH in …`` is high)
+``until``, ``case``
+any other construct                            high (functions, C-style ``for``,
+                                               ``declare``/``local``, arithmetic …)
+a variable assignment, alone, as a             high, unless the name is harmless
+``VAR=x cmd`` prefix or ``export``             (:data:`BENIGN_ENV`) and the value fixed,
+                                               or ``PYTHONPATH``/``NODE_PATH`` inside
 ``$(…)``, backticks, ``<(…)``                  the inner commands are rated too, and the
                                                word becomes unknown
 a command name not fixed before it runs        high (``$X``, ``$(…)``, ``$'\\x72m'``)
@@ -36,6 +40,7 @@ session actor can check which of them resolve outside through a symlink.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NoReturn
@@ -65,9 +70,24 @@ BENIGN_ENV = frozenset(
 )
 """Variables that change output, never which program runs, where, or with what code."""
 
+PATHLIKE_ENV = frozenset({"PYTHONPATH", "NODE_PATH"})
+"""Variables that choose code to import: allowed when every entry is inside the workspace."""
+
 _CONTAINERS = frozenset(
     {"program", "list", "pipeline", "compound_statement", "subshell", "negated_command"}
 )
+_COMPOUND = frozenset(
+    {"if_statement", "elif_clause", "else_clause", "while_statement", "for_statement",
+     "do_group", "case_statement", "case_item"}
+)
+"""Control flow whose parts are statements and words: rated by walking them all."""
+_WORDS = frozenset(
+    {"word", "string", "raw_string", "concatenation", "simple_expansion", "expansion",
+     "number", "ansi_c_string", "translated_string", "command_substitution",
+     "process_substitution", "extglob_pattern"}
+)
+_LOOP_VARIABLE = re.compile(r"^[a-z_][a-z0-9_]*$")
+"""A loop or ``read`` variable in lower case cannot be PATH, IFS, LD_PRELOAD, PS4 …"""
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
 
@@ -194,8 +214,36 @@ class _Walk:
             self.assignment(node)
         elif kind == "test_command":
             self.scan(node)
+        elif kind in _COMPOUND:
+            self.compound(node)
+        elif kind == "declaration_command":
+            self.declaration(node)
         else:
             self.judge.high(f"the shell construct {kind!r} is not rated")
+
+    def compound(self, node: tree_sitter.Node) -> None:
+        for child in node.children:
+            if not child.is_named or child.type == "comment":
+                continue
+            if child.type == "variable_name":  # `for NAME in …`
+                name = (child.text or b"").decode(errors="replace")
+                if not _LOOP_VARIABLE.match(name):
+                    self.judge.high(f"the loop sets {name}, which can change what commands do")
+            elif child.type in _WORDS:
+                self.scan(child)
+            else:
+                self.statement(child)
+
+    def declaration(self, node: tree_sitter.Node) -> None:
+        """``export NAME=value``: like a ``NAME=value`` prefix; other declarations are high."""
+        keyword = node.children[0].type if node.children else ""
+        if keyword != "export":
+            self.judge.high(f"the shell construct {keyword!r} is not rated")
+        for child in node.children[1:]:
+            if child.type == "variable_assignment":
+                self.assignment(child)
+            elif child.type != "variable_name":
+                self.judge.high("export with options is not rated")
 
     def redirect(self, node: tree_sitter.Node) -> None:
         if node.type == "herestring_redirect":
@@ -233,7 +281,13 @@ class _Walk:
         name_node = node.child_by_field_name("name")
         name = name_node.text.decode(errors="replace") if name_node and name_node.text else "?"
         value = node.child_by_field_name("value")
-        if name in BENIGN_ENV and (value is None or static(value) is not None):
+        fixed = "" if value is None else static(value)
+        if name in BENIGN_ENV and fixed is not None:
+            return
+        if name in PATHLIKE_ENV and fixed:
+            for part in fixed.split(":"):
+                if part:
+                    self.judge.path(part, what=f"{name} points at")
             return
         self.judge.high(f"it sets {name}, which can change what later commands do")
 
