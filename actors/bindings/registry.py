@@ -64,17 +64,25 @@ def _ours(ep: EntryPoint) -> bool:
 
 
 @functools.cache
-def _installed() -> tuple[EntryPoint, ...]:
-    """The group's entry points, scanned once per process (a scan reads every dist-info)."""
-    return tuple(entry_points(group=GROUP))
+def _installed() -> tuple[dict[str, EntryPoint], dict[str, str]]:
+    """The installed entry points, scanned and sorted out once per process (a scan reads
+    every dist-info, and each distribution's name is parsed from its metadata)."""
+    return _sort_out(entry_points(group=GROUP))
 
 
 def discover(
     eps: Iterable[EntryPoint] | None = None,
 ) -> tuple[dict[str, EntryPoint], dict[str, str]]:
     """Binding name → the entry point to load, and name → why a claim was refused."""
+    if eps is None:
+        chosen, problems = _installed()
+        return dict(chosen), dict(problems)
+    return _sort_out(eps)
+
+
+def _sort_out(eps: Iterable[EntryPoint]) -> tuple[dict[str, EntryPoint], dict[str, str]]:
     found: dict[str, list[EntryPoint]] = {}
-    for ep in _installed() if eps is None else eps:
+    for ep in eps:
         found.setdefault(ep.name, []).append(ep)
     for name, value in BUILTIN.items():
         if not any(_ours(ep) for ep in found.get(name, ())):
