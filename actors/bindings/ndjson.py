@@ -58,6 +58,9 @@ MAX_LINE = 64 * 1024 * 1024
 HEAD = 4096
 """Bytes of an overlong line kept to show what it was (never more than the limit)."""
 
+_WINDOW = 16 * 1024
+"""Bytes searched each side of where a wanted line should be (see :meth:`Lines.raw`)."""
+
 NEVER_COMPLETED = "broken line, never completed"
 NOT_JSON = "not a JSON object"
 
@@ -284,8 +287,22 @@ class Lines(Generic[T]):
         self._block = block  # the lines not split yet (after those in _raws)
         self._raws = raws if raws is not None else []
 
-    def raw(self, index: int) -> bytes:
+    def raw(self, index: int, near: bytes = b"",
+            same: Callable[[bytes], bool] | None = None) -> bytes:
+        """Line ``index`` as it was read.
+
+        Splitting a whole read costs more than decoding a few of its lines, so
+        a caller that knows a piece of the line (``near``: an id it carried)
+        and can recognise it (``same``: decodes to the item it has) gets it by
+        one search near where it should be; otherwise the read is split, only
+        as far as ``index``.
+        """
         raws = self._raws
+        block = self._block
+        if near and same is not None and block is not None and index >= len(raws):
+            found = self._near(block, index - len(raws), near, same)
+            if found is not None:
+                return found
         while index >= len(raws) and self._block is not None:
             # split only as far as asked: few lines of a read are ever wanted raw
             need = index + 1 - len(raws)
@@ -293,6 +310,19 @@ class Lines(Generic[T]):
             self._block = parts.pop() if len(parts) > need else None
             raws += parts
         return raws[index].rstrip(b"\r")
+
+    def _near(self, block: bytes, index: int, near: bytes,
+              same: Callable[[bytes], bool]) -> bytes | None:
+        guess = len(block) * index // max(1, len(self.items) - len(self._raws))
+        for lo, hi in ((guess - _WINDOW, guess + _WINDOW), (0, len(block))):
+            at = block.find(near, max(0, lo), hi)
+            if at >= 0:
+                start = block.rfind(b"\n", 0, at) + 1
+                end = block.find(b"\n", at)
+                line = block[start:end if end >= 0 else len(block)].rstrip(b"\r")
+                if same(line):
+                    return line
+        return None
 
 
 class NdjsonReader(Generic[T]):

@@ -131,9 +131,24 @@ _QUIET_SYSTEM = frozenset({
 """Known ``system`` subtypes with nothing for CAP (R17): dropped, not kept raw."""
 _RISKS = frozenset({"low", "medium", "high"})
 
-_HOT = (f.StreamEvent, f.ContentBlockDelta, f.TextDelta, f.ThinkingDelta, f.InputJsonDelta)
+_HOT = (f.StreamEvent, f.ContentBlockDelta, f.TextDelta)
 """The hot loop compares types by identity, with these bound to locals."""
 _TEXT, _JSON = 1, 2
+_TOOL_BLOCKS = (f.ToolUseBlock, f.ServerToolUseBlock)
+_TEXT_BLOCKS = (f.TextBlock, f.ThinkingBlock)
+_BLOCK_TYPES = {cls: cls.__struct_config__.tag for cls in f.ContentBlock.__args__}  # type: ignore[attr-defined]
+
+
+def _piece(delta: f.AnyDelta) -> tuple[str, int]:
+    """A delta's text and the run it belongs to (0: none, a signature)."""
+    kind = type(delta)
+    if kind is f.TextDelta:
+        return delta.text, _TEXT  # type: ignore[union-attr]
+    if kind is f.ThinkingDelta:
+        return delta.thinking, _TEXT  # type: ignore[union-attr]
+    if kind is f.InputJsonDelta:
+        return delta.partial_json, _JSON  # type: ignore[union-attr]
+    return "", 0
 
 
 class StreamJsonDriver:
@@ -288,10 +303,12 @@ class StreamJsonDriver:
         read ends.  Everything that is not a delta goes to :meth:`_frame`.
         """
         out: list[Output] = []
-        stream_event, delta_t, text_t, thinking_t, json_t = _HOT
+        stream_event, delta_t, text_t = _HOT
         run = 0  # 0: no run, _TEXT: text/thinking pieces, _JSON: tool input pieces
         run_block: StreamedBlock | None = None
         run_parts: list[str] = []
+        append = run_parts.append
+        text_index = -1  # the block index of a text run (-1: none), for the fastest check
         run_index = -1
         run_parent: str | None = None
         for i, frame in enumerate(lines.items):
@@ -299,29 +316,29 @@ class StreamJsonDriver:
                 ev = frame.event  # type: ignore[union-attr]
                 if type(ev) is delta_t:
                     delta = ev.delta
-                    kind = type(delta)
-                    if kind is text_t:
-                        piece, want = delta.text, _TEXT
-                    elif kind is thinking_t:
-                        piece, want = delta.thinking, _TEXT
-                    elif kind is json_t:
-                        piece, want = delta.partial_json, _JSON
-                    else:
+                    if (type(delta) is text_t and ev.index == text_index
+                            and frame.parent_tool_use_id is run_parent):  # type: ignore[union-attr]
+                        append(delta.text)  # type: ignore[union-attr]
+                        continue
+                    piece, want = _piece(delta)
+                    if not want:
                         continue  # a thinking block's signature: nothing for CAP
                     parent = frame.parent_tool_use_id  # type: ignore[union-attr]
                     if (run == want and ev.index == run_index
                             and (parent is run_parent or parent == run_parent)):
-                        run_parts.append(piece)
+                        append(piece)
                         continue
                     if run:
                         self._flush(run, run_block, run_parts, run_parent, out)
                     run, run_index, run_parent, run_parts = want, ev.index, parent, [piece]
+                    append = run_parts.append
+                    text_index = run_index if want == _TEXT else -1
                     msg = self._current_message
                     run_block = None if msg is None else self._by_index.get((msg, run_index))
                     continue
             if run:
                 self._flush(run, run_block, run_parts, run_parent, out)
-                run = 0
+                run, text_index = 0, -1
             self._frame(frame, lines, i, out)
         if run:
             self._flush(run, run_block, run_parts, run_parent, out)
@@ -388,9 +405,10 @@ class StreamJsonDriver:
             return
         if kind is f.ContentBlockStart:
             cb = ev.content_block
-            block = StreamedBlock(type=cb.__struct_config__.tag)  # type: ignore[arg-type]
-            if isinstance(cb, f.ToolUseBlock | f.ServerToolUseBlock):
-                block.tool_id, block.tool_name = cb.id, cb.name
+            if isinstance(cb, _TOOL_BLOCKS):
+                block = StreamedBlock("tool_use", cb.id, cb.name)
+            else:
+                block = StreamedBlock(_BLOCK_TYPES.get(type(cb), "other"))
             self._blocks.setdefault(msg, []).append(block)
             self._by_index[(msg, ev.index)] = block
         elif kind is f.ContentBlockStop:
@@ -438,16 +456,18 @@ class StreamJsonDriver:
             k = self._confirmed.get(msg, 0)
             self._confirmed[msg] = k + 1
             known = streamed[k] if k < len(streamed) else None
-            if isinstance(content, f.TextBlock | f.ThinkingBlock):
+            if isinstance(content, _TEXT_BLOCKS):
                 full = content.text if isinstance(content, f.TextBlock) else content.thinking
                 kind = "text" if isinstance(content, f.TextBlock) else "thinking"
                 same = known is not None and known.type == kind
                 block = known if same else StreamedBlock(type=kind)  # type: ignore[assignment]
                 # Complete what the deltas missed; never repeat what they gave (R3).
-                if full.startswith(block.text[:block.emitted]):
+                given = block.text
+                if full.startswith(given if block.emitted == len(given) else
+                                   given[:block.emitted]):
                     block.replace(full)
                     self._emit_block(msg, block, out, meta)  # type: ignore[arg-type]
-            elif isinstance(content, f.ToolUseBlock | f.ServerToolUseBlock):
+            elif isinstance(content, _TOOL_BLOCKS):
                 self._start_tool(content.id, content.name, content.input, out, meta)
 
     def _start_tool(self, call_id: str, name: str, args: dict[str, Any], out: list[Output],
@@ -578,8 +598,9 @@ class StreamJsonDriver:
             key = (frame.session_id, frame.model, frame.cwd, frame.permission_mode,
                    tuple(frame.tools or ()), tuple(frame.slash_commands or ()))
             if key != self._init_key:
-                out.append(raw_event("init" if self._init_key is None else "init_changed",
-                                     lines.raw(i)))
+                near = frame.uuid.encode() if frame.uuid and len(frame.uuid) >= 8 else b""
+                raw = lines.raw(i, near, lambda line: _same_frame(line, frame))
+                out.append(raw_event("init" if self._init_key is None else "init_changed", raw))
                 self._init_key = key
         elif sub == "api_retry":
             status = frame.error_status
@@ -673,6 +694,14 @@ def _sub_meta(parent_tool_use_id: str | None) -> dict[str, Any] | None:
     """Sub-agent output (inside a Task tool call) is marked with the call it belongs to."""
     return {"stream_json": {"parent_tool_use_id": parent_tool_use_id}} if parent_tool_use_id \
         else None
+
+
+def _same_frame(line: bytes, frame: Any) -> bool:
+    """Is ``line`` the line ``frame`` was decoded from (or a twin of it)?"""
+    try:
+        return f.decode_frame(line) == frame
+    except (msgspec.DecodeError, f.UnknownFrame):
+        return False
 
 
 def _result_key(frame: f.Result) -> tuple[Any, ...]:

@@ -13,23 +13,27 @@ RAW_LIMIT = 64 * 1024
 """Bytes of an unmapped line kept in the log (the rest is counted, not stored)."""
 
 
-@attrs.define
 class StreamedBlock:
     """One streamed content block: what was received and how much of it was emitted.
 
     Text is kept as its deltas (joined only when the ``assistant`` frame is
     compared with it): a long reply arrives as tens of thousands of deltas and
-    growing one string would copy it each time.
+    growing one string would copy it each time.  A plain slotted class: one
+    is made per content block on the hot path.
     """
 
-    type: str
-    parts: list[str] = attrs.Factory(list)
-    length: int = 0
-    emitted: int = 0
-    tool_id: str | None = None
-    tool_name: str | None = None
-    json_parts: list[str] = attrs.Factory(list)
-    """A tool call's streamed input, as its deltas (joined once, at the block's stop)."""
+    __slots__ = ("emitted", "json_parts", "length", "parts", "tool_id", "tool_name", "type")
+
+    def __init__(self, type: str, tool_id: str | None = None,
+                 tool_name: str | None = None) -> None:
+        self.type = type
+        self.parts: list[str] = []
+        self.length = 0
+        self.emitted = 0
+        self.tool_id = tool_id
+        self.tool_name = tool_name
+        self.json_parts: list[str] = []
+        """A tool call's streamed input, as its deltas (joined once, at the block's stop)."""
 
     @property
     def text(self) -> str:
