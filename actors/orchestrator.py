@@ -229,6 +229,9 @@ class Orchestrator:
         self.clock = clock
         self.ids = ids
         self.state: State = initial_state()
+        self.shutdown_reason = "orchestrator shut down"
+        """What ``session.cancelled`` says for sessions still open when the orchestrator stops
+        (``cap run`` names the signal that stopped it)."""
         self.default_timeouts = Timeouts()
         """Turn/idle limits for sessions whose caller and manifest name none (``cap run``
         sets an idle timeout here; an embedding app gets none unless it asks)."""
@@ -373,7 +376,8 @@ class Orchestrator:
         )
         address = f"cap://{sid}"
         ref = self.system.spawn(
-            lambda: SessionActor(machine, candidates, self.log, timeouts),
+            lambda: SessionActor(machine, candidates, self.log, timeouts,
+                                 lambda: self.shutdown_reason),
             address=address,
             policy=Escalate(),
         )

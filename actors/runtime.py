@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import attrs
@@ -123,6 +123,24 @@ class ActorContext:
                 continue
             yield [first, *_drain(inbox, limit - 1)]
 
+    @contextmanager
+    def cancelled_on_stop(self) -> Iterator[trio.CancelScope]:
+        """A scope that a stop request cancels: for a long wait outside the inbox (connecting
+        to an agent) that must not hold a shutdown for the whole grace period."""
+        entry = self._entry
+        with trio.CancelScope() as scope:
+            if entry.stopping:
+                scope.cancel()
+            entry.stop_scopes.add(scope)
+            try:
+                yield scope
+            finally:
+                entry.stop_scopes.discard(scope)
+
+    def keep_on_stop(self, scope: trio.CancelScope) -> None:
+        """From now on a stop request leaves ``scope`` alone (the actor drains instead)."""
+        self._entry.stop_scopes.discard(scope)
+
     def shielded(self) -> trio.CancelScope:
         """A scope for cleanup that must run during cancellation, bounded by the grace period."""
         return trio.move_on_after(self.system.grace, shield=True)
@@ -147,6 +165,7 @@ class _Entry:
     restarts: int = 0
     stopping: bool = False
     receive_scope: trio.CancelScope | None = None
+    stop_scopes: set[trio.CancelScope] = attrs.field(factory=set)
 
     @property
     def done(self) -> trio.Event:
@@ -157,6 +176,8 @@ class _Entry:
         self.ref._send.close()
         if self.receive_scope is not None:
             self.receive_scope.cancel()
+        for scope in self.stop_scopes:
+            scope.cancel()
 
 
 def _drain(inbox: trio.MemoryReceiveChannel[Any], limit: int) -> list[Any]:

@@ -298,10 +298,13 @@ async def _run(args: argparse.Namespace, log: FileEventLog, plan: Plan_) -> Outc
         async with log, open_orchestrator(log) as orch, trio.open_nursery() as nursery:
             orch.default_timeouts = Timeouts(idle=DEFAULT_IDLE_TIMEOUT)
             work = trio.CancelScope()
-            nursery.start_soon(_watch_signals, signals, out, work, nursery.cancel_scope)
+            nursery.start_soon(_watch_signals, signals, out, orch, work, nursery.cancel_scope)
             with work:
                 await _session(orch, nursery, args, plan, out)
-            if out.signal is not None and out.session is not None:
+            view = out.session.view if out.session is not None else None
+            if out.signal is not None and view is not None and view.status not in (
+                "created", "starting",  # still connecting: nothing at the agent to cancel yet
+            ):
                 # graceful first: the agent hears CAP cancel, then its group is ended
                 name = signal.Signals(out.signal).name
                 with trio.move_on_after(orch.system.grace):
@@ -316,11 +319,12 @@ async def _run(args: argparse.Namespace, log: FileEventLog, plan: Plan_) -> Outc
     return out
 
 
-async def _watch_signals(signals, out: Outcome, work: trio.CancelScope,
+async def _watch_signals(signals, out: Outcome, orch: Orchestrator, work: trio.CancelScope,
                          everything: trio.CancelScope) -> None:
     async for signum in signals:
         if out.signal is None:
             out.signal = signum
+            orch.shutdown_reason = f"cap run received {signal.Signals(signum).name}"
             work.cancel()
         else:
             everything.cancel()  # a second signal: no more grace

@@ -20,7 +20,7 @@ session ends would otherwise wait forever on a reply nobody will send.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -151,6 +151,7 @@ class SessionActor(Actor):
         candidates: Sequence[Candidate],
         log: EventLog,
         timeouts: Timeouts | None = None,
+        shutdown_reason: Callable[[], str] | None = None,
     ) -> None:
         self.machine = machine
         self.candidates = candidates
@@ -158,46 +159,56 @@ class SessionActor(Actor):
         self.stream = machine.session_id
         self.conn: Any = None
         self.timer = TurnTimer(timeouts or Timeouts())
+        self.shutdown_reason = shutdown_reason or (lambda: "orchestrator shut down")
+        """Why the session ends if the orchestrator stops it (read at that moment)."""
         self._rearm = trio.Event()
 
     async def run(self, ctx: ActorContext) -> None:
         machine = self.machine
         try:
             await self._apply(machine.create())
-            async with AsyncExitStack() as stack:
-
-                async def try_open(candidate: Candidate) -> Any:
-                    if candidate.connector is None:
-                        raise ConnectError(candidate.unavailable or "no connector")
-                    opened = candidate.connector.open(candidate.spec, ctx.ref.clone_sender())
-                    return await stack.enter_async_context(opened)
-
-                async def on_fallback(failed: str, next_binding: str, reason: str) -> None:
-                    event = BindingFallback(failed=failed, next=next_binding, reason=reason)
-                    await self.log.append([event], stream=self.stream)
-
-                try:
-                    chosen, self.conn = await first_working(self.candidates, try_open, on_fallback)
-                except BindingUnavailable as exc:
-                    await self._apply(machine.fail(exc.code, str(exc)))
-                    return
-                await self._apply(machine.start(chosen.binding))
-                async with trio.open_nursery() as clock:
-                    if self.timer.timeouts.enabled:
-                        clock.start_soon(self._clock, ctx.ref)
-                    async for batch in ctx.batches():
-                        await self._handle(batch)
-                        self._observe(batch)
-                        if machine.terminal:
-                            break
-                    clock.cancel_scope.cancel()
-                self.conn = None
+            # a stop while still connecting (an agent that never answers its handshake) ends
+            # the attempt at once; once connected, a stop drains the inbox and closes gently
+            with ctx.cancelled_on_stop() as connecting:
+                await self._connected(ctx, connecting)
         finally:
             self.conn = None
             with ctx.shielded():
                 if not machine.terminal:
-                    await self._apply(machine.shutdown())
+                    await self._apply(machine.shutdown(self.shutdown_reason()))
                 _refuse_queued(ctx)
+
+    async def _connected(self, ctx: ActorContext, connecting: trio.CancelScope) -> None:
+        machine = self.machine
+        async with AsyncExitStack() as stack:
+
+            async def try_open(candidate: Candidate) -> Any:
+                if candidate.connector is None:
+                    raise ConnectError(candidate.unavailable or "no connector")
+                opened = candidate.connector.open(candidate.spec, ctx.ref.clone_sender())
+                return await stack.enter_async_context(opened)
+
+            async def on_fallback(failed: str, next_binding: str, reason: str) -> None:
+                event = BindingFallback(failed=failed, next=next_binding, reason=reason)
+                await self.log.append([event], stream=self.stream)
+
+            try:
+                chosen, self.conn = await first_working(self.candidates, try_open, on_fallback)
+            except BindingUnavailable as exc:
+                await self._apply(machine.fail(exc.code, str(exc)))
+                return
+            ctx.keep_on_stop(connecting)
+            await self._apply(machine.start(chosen.binding))
+            async with trio.open_nursery() as clock:
+                if self.timer.timeouts.enabled:
+                    clock.start_soon(self._clock, ctx.ref)
+                async for batch in ctx.batches():
+                    await self._handle(batch)
+                    self._observe(batch)
+                    if machine.terminal:
+                        break
+                clock.cancel_scope.cancel()
+            self.conn = None
 
     # ---- timers -----------------------------------------------------------
     def _observe(self, batch: list[Any]) -> None:

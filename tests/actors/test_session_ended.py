@@ -160,3 +160,25 @@ async def test_an_agent_that_ignores_the_cancel_is_cut_off_after_the_grace(
         assert "did not end the turn within 5 s" in view.last_error
         assert 65 <= trio.current_time() < 70
         assert [e.event.code for e in of_kind(orch.log, "cap.error")] == ["turn_timeout"]
+
+
+class _NeverConnects:
+    binding = "inproc"
+
+    @asynccontextmanager
+    async def open(self, spec, deliver):
+        await trio.sleep_forever()  # a handshake that never completes
+        yield None
+
+
+async def test_leaving_the_orchestrator_abandons_a_connect_at_once(tmp_path, autojump_clock):
+    async with open_orchestrator(grace=5.0) as orch:
+        orch.connectors["inproc"] = _NeverConnects()
+        orch.shutdown_reason = "the owner left"
+        session = await orch.start_session(cwd=tmp_path)
+        await trio.sleep(1)
+        left = trio.current_time()
+    assert trio.current_time() - left < 1  # not the 5 s grace
+    (cancelled,) = of_kind(orch.log, "session.cancelled")
+    assert cancelled.event.reason == "the owner left"
+    assert session.gone.is_set()

@@ -270,3 +270,37 @@ def test_cap_agent_ends_on_sigterm_and_sighup(tmp_path, signum, code):
         proc.kill()
     assert proc.returncode == code, err
     assert b"Traceback" not in err
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_signal_while_the_agent_is_still_starting_ends_at_once(tmp_path, signum, code):
+    """An agent that never answers initialize: the signal must not wait for the 60 s handshake
+    limit, nor for the 5 s shutdown grace."""
+    fifo = tmp_path / "started"
+    os.mkfifo(fifo)
+    agent = tmp_path / "silent.py"
+    agent.write_text(f"import sys\nopen({str(fifo)!r}, 'w').write('up')\nsys.stdin.read()\n")
+    proc = subprocess.Popen(
+        [*CAP, "run", "--agent", f"stream-json:{sys.executable} {agent}", "--task", "hi",
+         "--log", "s.caplog"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.DEVNULL, env=ENV,
+    )
+    try:
+        with open(fifo) as started:  # blocks until the agent process runs
+            assert started.read() == "up"
+        groups = {os.getpgid(kid) for kid in _children(proc.pid)}
+        signalled = time.monotonic()
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=BOUND)
+        took = time.monotonic() - signalled
+    finally:
+        proc.kill()
+    assert proc.returncode == code, err
+    assert took < 4, took  # less than the shutdown grace: the connect was abandoned at once
+    assert "Traceback" not in err
+    events = events_of(tmp_path / "s.caplog")
+    assert events[-1]["kind"] == "session.cancelled"
+    assert events[-1]["reason"] == f"cap run received {signal.Signals(signum).name}"
+    for group in groups:
+        assert _group_alive(group) == []
