@@ -294,3 +294,12 @@ def test_the_layering_check_sees_a_machine_reaching_for_the_orchestrator(
                     "from trio_cap.actors.orchestrator import Session\n")
     assert upward_imports("actors.session.machine", fake, set(all_modules())) == [
         "actors.session.machine (machines), line 2: imports actors.orchestrator (orchestrator)"]
+
+
+def test_the_binding_kit_never_borrows_from_the_test_peers_package() -> None:
+    """``actors/peers`` installs and runs real agents for tests; a binding needing it
+    would make the product depend on test infrastructure (it once held kill_process_group)."""
+    bad = [f"{module}, line {line}: imports {name}"
+           for module, path in all_modules().items() if module.startswith("actors.bindings")
+           for line, name in imports_of(path) if name.startswith("trio_cap.actors.peers")]
+    assert not bad, "\n".join(bad)
