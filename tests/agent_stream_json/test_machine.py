@@ -617,3 +617,18 @@ def test_frames_round_trip_through_the_shared_structs():
     for line in bytes(h.raw).splitlines():
         frame = f.decode_frame(line)
         assert f.encode_line(frame).rstrip(b"\n") == line
+
+
+def test_frame_ids_are_the_uuid5s_of_the_session():
+    import uuid
+
+    from trio_cap.actors.bindings.stream_json.agent_ids import FrameIds
+
+    for session in (SID, "not-a-uuid"):
+        ids = FrameIds(session)
+        try:
+            ns = uuid.UUID(session)
+        except ValueError:
+            ns = uuid.uuid5(uuid.NAMESPACE_URL, f"cap-agent:{session}")
+        assert [ids() for _ in range(300)] == [str(uuid.uuid5(ns, str(n)))
+                                               for n in range(1, 301)]
