@@ -38,7 +38,8 @@ class PermissionPolicy:
                 "deny", by, "policy 'ask' but nobody can be asked; use --permissions allow|deny"
             )
         if self.name == "deny":
-            why = "the default without a terminal" if not self.chosen else "as chosen"
+            why = ("the default when nobody can be asked: no terminal, or --headless"
+                   if not self.chosen else "as chosen")
             return PolicyDecision(
                 "deny",
                 by,

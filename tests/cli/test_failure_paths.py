@@ -184,6 +184,9 @@ def test_explicit_deny_is_explained_as_chosen_and_headless_asks_get_no_answer(tm
     shown = subprocess.run([*CAP, "log", "show", "d.caplog"], cwd=tmp_path, capture_output=True,
                            text=True, timeout=BOUND)
     assert "permission_mode confirm" in shown.stdout
+    defaulted, _ = cap("run", "--log", "e.caplog", "--task", "write y.txt: no", cwd=tmp_path)
+    assert "(the default when nobody can be asked: no terminal, or --headless)" in (
+        defaulted.stdout)
 
 
 def test_help_explains_every_policy_headless_bypass_and_exit_codes(tmp_path):
