@@ -6,6 +6,7 @@ agent is gone" is only true when the grandchild is gone too.
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import pytest
 import trio
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.kit.agents import alive, child_pid, gone, write_agent
 from trio_cap.actors.bindings.process import (
@@ -203,3 +206,19 @@ def test_kill_live_groups_from_a_signal_handler_ends_every_agent(tmp_path: Path)
 
 def test_kill_live_groups_is_harmless_with_nothing_alive() -> None:
     assert kill_live_groups(0) == len(live_groups())
+
+
+@given(data=st.binary(max_size=600), cuts=st.lists(st.integers(0, 600), max_size=8),
+       budget=st.integers(0, 400))
+def test_stderr_budget_keeps_exactly_the_first_budget_bytes_however_they_are_read(
+        data: bytes, cuts: list[int], budget: int) -> None:
+    keeper = StderrBudget("t", budget=budget)
+    events = []
+    for start, end in itertools.pairwise([0, *sorted(c for c in cuts if c < len(data)),
+                                          len(data)]):
+        events += keeper.feed(data[start:end])
+    events += keeper.finish()
+    kept = "".join(e.text for e in events if e.reason == "stderr")
+    assert kept == data[:budget].decode("utf-8", errors="replace")
+    dropped = [e.truncated for e in events if e.reason == "stderr_truncated"]
+    assert dropped == ([len(data) - budget] if len(data) > budget else [])
