@@ -368,6 +368,7 @@ async def _session(orch: Orchestrator, nursery: trio.Nursery, args: argparse.Nam
 
         if isinstance(exc, EventRejected):
             flag = f"--task-file {args.task_file}" if args.task_file else "--task"
+            orch.shutdown_reason = f"the task was refused: {flag} is too large to log"
             raise UsageError(f"{flag}: the task cannot be logged: {exc}") from None
         raise
     with trio.move_on_after(2):  # let the progress printer reach the terminal event

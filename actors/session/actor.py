@@ -45,6 +45,7 @@ from trio_cap.actors.session.resolve import with_resolved_paths
 from trio_cap.actors.session.timers import Timeouts, TurnTimer
 from trio_cap.events.kinds import BindingFallback, Cancel, CapError, Event
 from trio_cap.events.log.base import EventLog
+from trio_cap.events.log.errors import EventRejected
 
 
 class CommandRefused(Exception):
@@ -283,7 +284,11 @@ class SessionActor(Actor):
                 await self.log.append([refusal], stream=self.stream)
                 message.reply.fail(CommandRefused(refusal))
                 return
-            seq = await self.log.append([message.event], stream=self.stream)
+            try:
+                seq = await self.log.append([message.event], stream=self.stream)
+            except EventRejected as exc:  # e.g. a task larger than a log record: nothing was
+                message.reply.fail(exc)  # written, so the session goes on without it
+                return
             outputs = machine.on_command(message.event, seq)
             await self._apply(outputs)
             refused = any(

@@ -107,6 +107,14 @@ def test_no_binding_can_start_ends_at_once_with_one_line_per_binding(tmp_path, a
     assert events_of(tmp_path / "r.caplog")[-1]["kind"] == "session.failed"
 
 
+def test_a_task_too_large_to_log_exits_2_and_the_session_says_why(tmp_path):
+    (tmp_path / "huge.txt").write_text("x" * 70_000_000)
+    result, _ = cap("run", "--task-file", "huge.txt", "--log", "h.caplog", cwd=tmp_path)
+    assert_clean(result, 2, "--task-file huge.txt: the task cannot be logged")
+    last = events_of(tmp_path / "h.caplog")[-1]
+    assert last["kind"] == "session.cancelled" and "too large" in last["reason"]
+
+
 def test_an_unwritable_log_exits_1_in_one_line(tmp_path):
     result, _ = cap("run", "--task", "hi", "--log", "/dev/full", cwd=tmp_path)
     assert_clean(result, 1, "--log /dev/full")
