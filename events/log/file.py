@@ -138,7 +138,8 @@ class FileEventLog(EventLog):
     # ---- opening -------------------------------------------------------
     def _open(self) -> int:
         flags = os.O_RDONLY if self.readonly else os.O_RDWR | os.O_CREAT
-        fd = os.open(self.path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
+        # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below)
+        fd = os.open(self.path, flags | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
         self._fd = fd
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -174,7 +175,11 @@ class FileEventLog(EventLog):
                     self._note_recovery(size, 0, len(MAGIC), "torn file header")
             return
         if head != MAGIC:
-            raise LogFormatError(f"{self.path} is not a trio-cap event log (bad magic header)")
+            close = sum(a == b for a, b in zip(head, MAGIC, strict=False)) >= 5
+            hint = f"; if it is a damaged log: cap log repair {self.path} --out NEW" if close \
+                else ""
+            raise LogFormatError(
+                f"{self.path} is not a trio-cap event log (bad magic header){hint}")
         torn: Damage | None = None
         offsets, lengths, firsts = self._offsets.append, self._lengths.append, self._firsts.append
         for found in scan_file(fd, size, Scanner()):

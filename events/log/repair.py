@@ -22,6 +22,7 @@ Rules:
 from __future__ import annotations
 
 import os
+import stat
 
 import attrs
 
@@ -69,17 +70,18 @@ def repair(source: str | os.PathLike[str], out: str | os.PathLike[str]) -> Repai
     source, out = os.fspath(source), os.fspath(out)
     report = RepairReport(source, out)
     try:
-        src = os.open(source, os.O_RDONLY | os.O_CLOEXEC)
+        src = os.open(source, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except IsADirectoryError:
         raise RepairError(f"{source} is a directory, not a log file") from None
     except FileNotFoundError:
         raise RepairError(f"{source}: no such log file") from None
     try:
-        size = os.fstat(src).st_size
+        info = os.fstat(src)
+        if not stat.S_ISREG(info.st_mode):
+            raise RepairError(f"{source} is not a regular file, so it cannot hold an event log")
+        size = info.st_size
         head = os.pread(src, len(MAGIC), 0)
-        if head != MAGIC and not (len(head) == len(MAGIC) and head[:6] == MAGIC[:6]):
-            raise LogFormatError(f"{source} is not a trio-cap event log (bad magic header)")
-        if head != MAGIC:
+        if head != MAGIC:  # still a log if valid records follow (checked at the end)
             report.skipped.append(Damage(0, len(MAGIC), 0, "damaged magic header"))
         try:
             dst = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
@@ -95,6 +97,9 @@ def repair(source: str | os.PathLike[str], out: str | os.PathLike[str]) -> Repai
         os.close(dst)
         if not report.recovered:
             os.unlink(out)
+            if head != MAGIC:
+                raise LogFormatError(f"{source} is not a trio-cap event log (bad magic header, "
+                                     "and no valid record in it)")
     finally:
         os.close(src)
     return report

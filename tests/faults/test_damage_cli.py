@@ -214,3 +214,27 @@ def test_repair_exit_codes(tmp_path):
     (tmp_path / "text.caplog").write_text("not a log at all\n")
     other = cap("log", "repair", "text.caplog", "--out", "y.caplog", cwd=tmp_path)
     assert other.returncode == 2 and "not a trio-cap event log" in other.stderr
+
+
+def test_a_damaged_magic_header_is_refused_with_a_hint_and_repaired(tmp_path):
+    path = tmp_path / "d.caplog"
+    make_log(path)
+    flip(path, 2)  # "CAPLOG" -> "CALLOG"
+    shown = cap("log", "show", "d.caplog", cwd=tmp_path)
+    assert shown.returncode == 2 and "bad magic header" in shown.stderr
+    assert "cap log repair d.caplog --out NEW" in shown.stderr
+    run = cap("run", "--task", "hi", "--headless", "--log", "d.caplog", cwd=tmp_path)
+    assert run.returncode == 2 and "bad magic header" in run.stderr
+    fixed = cap("log", "repair", "d.caplog", "--out", "f.caplog", cwd=tmp_path)
+    assert fixed.returncode == 0 and "damaged magic header" in fixed.stdout
+    assert "recovered 18 events" in fixed.stdout
+
+
+def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "p.caplog")
+    for args in (["log", "show", "p.caplog"], ["replay", "p.caplog"],
+                 ["log", "repair", "p.caplog", "--out", "o.caplog"]):
+        result = cap(*args, cwd=tmp_path)
+        assert result.returncode == 2 and "not a regular file" in result.stderr, result.stderr
