@@ -11,10 +11,13 @@ of an exception group from inside the server's task tree.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
+import os
 import socket
 import sys
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -185,4 +188,30 @@ async def serve_until_signalled(
 
                 nursery.start_soon(on_signal)
                 nursery.start_soon(on_record_failure)
+            _arm_exit_deadline(exit_code)
     return exit_code
+
+
+SHUTDOWN_DEADLINE = 5.0
+"""Seconds the CLI gives a graceful shutdown before it exits anyway."""
+
+
+def _arm_exit_deadline(exit_code: int) -> None:
+    """Make sure leaving really ends the process.
+
+    hypercorn shields its socket writes from cancellation, so one client that stops
+    reading its reply keeps a write (and with it the graceful shutdown) waiting
+    forever.  A daemon timer thread is outside the event loop and cannot be held up
+    by it: when the shutdown is done first, the process exits and the timer with it.
+    """
+
+    def force() -> None:
+        message = ("cap model serve: a client did not let its connection close within "
+                   f"{SHUTDOWN_DEADLINE:g} s; exiting anyway\n")
+        with contextlib.suppress(OSError):
+            os.write(2, message.encode())
+        os._exit(exit_code)
+
+    timer = threading.Timer(SHUTDOWN_DEADLINE, force)
+    timer.daemon = True
+    timer.start()

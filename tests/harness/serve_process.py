@@ -103,7 +103,8 @@ def rss_kib(pid: int) -> int:
     raise AssertionError("no VmRSS line")
 
 
-async def http_head(stream: trio.SocketStream, within: float = 15.0) -> tuple[int, bytes]:
+async def http_head(stream: trio.SocketStream, within: float = 15.0,
+                    read_body: bool = True) -> tuple[int, bytes]:
     """Read one response: its status and its bytes (head, and body when it is sized)."""
     data = b""
     with trio.fail_after(within):
@@ -112,7 +113,7 @@ async def http_head(stream: trio.SocketStream, within: float = 15.0) -> tuple[in
             assert chunk, f"connection closed before a response: {data!r}"
             data += chunk
         head, _, body = data.partition(b"\r\n\r\n")
-        for line in head.lower().split(b"\r\n"):
+        for line in head.lower().split(b"\r\n") if read_body else []:
             if line.startswith(b"content-length:"):
                 while len(body) < int(line.split(b":")[1]):
                     chunk = await stream.receive_some(65536)

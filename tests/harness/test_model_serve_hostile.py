@@ -287,3 +287,60 @@ async def test_sigterm_while_the_record_reader_has_stalled() -> None:
         nursery.cancel_scope.cancel()
     assert code == 0 and took < 10
     assert b"Traceback" not in served.stderr
+
+
+async def test_stays_responsive_while_clients_flood_it_with_bodies() -> None:
+    """Ten clients pushing 15 MiB bodies at once: an ordinary request still gets through."""
+    async with serving() as served:
+        streams = [await trio.open_tcp_stream(served.host, served.port) for _ in range(10)]
+        started = trio.Event()
+        sent = 0
+
+        async def flood(stream: trio.SocketStream) -> None:
+            nonlocal sent
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await stream.send_all(f"POST {CHAT} HTTP/1.1\r\nHost: x\r\n"
+                                      f"Content-Length: {15 << 20}\r\n\r\n".encode())
+                for _ in range(15):
+                    await stream.send_all(b" " * (1 << 20))
+                    sent += 1
+                    if sent >= 20:
+                        started.set()
+
+        async with trio.open_nursery() as nursery:
+            for stream in streams:
+                nursery.start_soon(flood, stream)
+            with trio.fail_after(30):
+                await started.wait()  # 20 MiB of hostile body already taken in
+            begin = trio.current_time()
+            await assert_still_serving(served)
+            assert trio.current_time() - begin < 10
+            code, took = await served.stop(signal.SIGTERM)
+            nursery.cancel_scope.cancel()
+        for stream in streams:
+            await stream.aclose()
+    assert code == 0 and took < 10
+
+
+async def test_a_client_that_never_reads_its_reply_holds_up_nobody(tmp_path: Path) -> None:
+    """Others are served meanwhile, and SIGTERM still ends the server (hypercorn shields
+    its socket writes, so the CLI's exit deadline is what ends the stuck one)."""
+    args = script(tmp_path, '[default]\ntext = "' + "word " * 2_000_000 + '"\n')
+    async with serving(args) as served:
+        stream = await trio.open_tcp_stream(served.host, served.port)
+        body = json.dumps(chat("hi")).encode()
+        await stream.send_all(f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                              f"application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                              .encode() + body)
+        # a 10 MB reply: take its head, then never read again
+        status, _ = await http_head(stream, within=30, read_body=False)
+        assert status == 200
+        with trio.fail_after(30):
+            r = await post(served.url, chat("another"))
+        assert r.status_code == 200
+        code, took = await served.stop(signal.SIGTERM)
+        await stream.aclose()
+        with trio.fail_after(15):
+            await served.stderr_closed.wait()
+    assert code == 0 and took < 10
+    assert b"did not let its connection close" in served.stderr
