@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -49,6 +49,14 @@ ApiName = Literal["openai-chat", "openai-responses", "anthropic", "gemini"]
 
 class ScriptError(ValueError):
     """The script file is unreadable or does not fit the schema."""
+
+
+# Bounds checked at load, so a script value can never become a server error at request
+# time (a negative sleep, an HTTP status hypercorn refuses, an infinite Retry-After).
+HttpStatus = Annotated[int, msgspec.Meta(ge=100, le=599)]
+Seconds = Annotated[float, msgspec.Meta(ge=0, le=86_400)]
+Count = Annotated[int, msgspec.Meta(ge=0, le=1_000_000_000)]
+Millis = Annotated[int, msgspec.Meta(ge=0, le=86_400_000)]
 
 
 class ToolCall(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -62,10 +70,10 @@ class ToolCall(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
 class Fault(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     """An injected HTTP error, returned ``times`` times before the reply itself."""
 
-    status: int = 500
+    status: HttpStatus = 500
     message: str = "injected fault"
-    retry_after: float | None = None
-    times: int = 1
+    retry_after: Seconds | None = None
+    times: Count = 1
 
 
 class Reply(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -79,9 +87,9 @@ class Reply(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     json: Any = None
     error: Fault | None = None
     # Pause between streamed chunks (a slow stream for timeout tests).
-    delay_ms: int = 0
+    delay_ms: Millis = 0
     # Characters per streamed text chunk; 0 means word by word.
-    chunk_chars: int = 0
+    chunk_chars: Count = 0
     then: Reply | None = None
 
 

@@ -40,6 +40,12 @@ BAD_SCRIPTS = [
      ["nested too deeply"]),
     ("typo.toml", b'[[turns]]\ntxt = "typo"\n', ["txt"]),
     ("wrong-type.toml", b'[[turns]]\nerror = { status = "x" }\n', ["status"]),
+    # values that would only have failed at request time
+    ("negative-delay.toml", b"[[turns]]\ndelay_ms = -1\n", ["turns[0].delay_ms", ">= 0"]),
+    ("bad-status.toml", b"[default]\nerror = { status = 99 }\n", ["error.status", ">= 100"]),
+    ("inf-retry.toml", b"[default]\nerror = { retry_after = inf }\n", ["retry_after"]),
+    ("nan-retry.toml", b"[default]\nerror = { retry_after = nan }\n", ["retry_after"]),
+    ("negative-chunks.toml", b"[default]\nchunk_chars = -3\n", ["chunk_chars"]),
 ]
 
 
