@@ -143,12 +143,22 @@ async def test_an_agent_dying_mid_turn_fails_the_session_even_if_its_orphan_hold
     assert gone(child_pid(tmp_path))
 
 
-def test_cap_run_with_an_agent_that_never_answers_initialize(tmp_path: Path) -> None:
-    argv = write_agent(tmp_path / "agent", "silent")
-    manifest = tmp_path / "silent.toml"
+@pytest.mark.parametrize(("mode", "expected"), [
+    ("silent", "did not answer initialize within 1 s"),
+    ("refuses", "stream-json initialize failed: unsupported client"),
+    ("dies", "ended during the handshake: the agent exited with code 3; stderr: boom: no API"),
+    ("missing", "no-such-agent"),
+])
+def test_cap_run_says_in_one_line_why_a_stream_json_agent_did_not_start(
+        tmp_path: Path, mode: str, expected: str) -> None:
+    """``cap run`` as a real process: exit 1, the reason, no traceback, nothing left running."""
+    argv = write_agent(tmp_path / "agent", mode if mode != "missing" else "ready")
+    if mode == "missing":
+        argv = [str(tmp_path / "no-such-agent")]
+    manifest = tmp_path / "fake.toml"
     manifest.write_text(f"""
 [agent]
-name = "silent"
+name = "fake"
 binary = {argv[0]!r}
 profiles = ["coding"]
 
@@ -174,8 +184,10 @@ streaming_output = true
         [sys.executable, "-m", "trio_cap.actors.cli", "run", "--agent", str(manifest),
          "--binding", "stream-json", "--task", "hello", "--cwd", str(work)],
         capture_output=True, text=True, env=env, timeout=BOUND, cwd=tmp_path)
-    assert result.returncode == 1, result.stderr
+    assert result.returncode == 1, result.stdout + result.stderr
     output = result.stdout + result.stderr
-    assert "did not answer initialize within 1 s" in output
+    assert expected in output
     assert "Traceback" not in output and "generator didn't yield" not in output
-    assert gone(child_pid(tmp_path / "agent"))
+    assert "ExceptionGroup" not in output
+    if mode != "missing":
+        assert gone(child_pid(tmp_path / "agent"))

@@ -113,14 +113,27 @@ class StreamJsonConnection:
         """Send ``initialize`` and wait for its answer; why it failed, or None."""
         await self.agent.write(self.driver.initialize())
         with trio.move_on_after(seconds):
-            await self.settled.wait()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._settle_when_the_agent_exits)
+                await self.settled.wait()
+                nursery.cancel_scope.cancel()
         if self.driver.state is DriverState.READY:
             return None
         if self.driver.handshake_error:
             return f"stream-json initialize failed: {self.driver.handshake_error}"
+        if self.gone_reason is None and self.agent.returncode is not None:
+            self.gone_reason = self.agent.describe_exit()
         if self.gone_reason:
             return f"stream-json agent ended during the handshake: {self.gone_reason}"
         return f"stream-json agent did not answer initialize within {seconds:g} s"
+
+    async def _settle_when_the_agent_exits(self) -> None:
+        """An agent that exits is not an agent that is slow to answer, even while a child
+        it left holds its stdout open: say so at once (its last output gets a moment)."""
+        await self.agent.proc.wait()
+        with trio.move_on_after(min(1.0, self.agent.grace)):
+            await self.settled.wait()
+        self.settled.set()
 
     async def shutdown(self) -> None:
         """Close stdin, give the agent ``grace`` seconds to exit, then end its group."""
