@@ -241,6 +241,24 @@ class AgentProcess:
         finally:
             self.stderr_done.set()
 
+    # ---- waiting on the agent -----------------------------------------------------
+    async def wait_for(self, done: trio.Event, seconds: float) -> None:
+        """Wait up to ``seconds`` for ``done`` (a handshake's answer), but not for an agent
+        that has exited: an exit ends the wait after a moment for its last output (at most
+        1 s), even while a child it left behind holds its stdout open.  The caller then
+        reads ``returncode`` / :meth:`describe_exit` to say which it was."""
+        async def exited() -> None:
+            await self.proc.wait()
+            with trio.move_on_after(min(1.0, self.grace)):
+                await done.wait()
+            nursery.cancel_scope.cancel()
+
+        with trio.move_on_after(seconds):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(exited)
+                await done.wait()
+                nursery.cancel_scope.cancel()
+
     # ---- exit -------------------------------------------------------------------
     async def wait_exit(self, within: float | None = None) -> int | None:
         """Wait (at most ``within`` s, default ``grace``) for exit and the stderr tail."""

@@ -222,3 +222,17 @@ def test_stderr_budget_keeps_exactly_the_first_budget_bytes_however_they_are_rea
     assert kept == data[:budget].decode("utf-8", errors="replace")
     dropped = [e.truncated for e in events if e.reason == "stderr_truncated"]
     assert dropped == ([len(data) - budget] if len(data) > budget else [])
+
+
+@pytest.mark.parametrize(("mode", "exited"), [("dies", True), ("stubborn", False)])
+async def test_waiting_for_an_answer_ends_early_only_when_the_agent_exits(
+        tmp_path: Path, mode: str, exited: bool) -> None:
+    argv = write_agent(tmp_path, mode)
+    never = trio.Event()
+    with trio.fail_after(BOUND):
+        async with spawn_agent(argv, cwd=tmp_path, env=None, binding="t", grace=GRACE) as agent:
+            begun = trio.current_time()
+            await agent.wait_for(never, 3)
+            took = trio.current_time() - begun
+            assert (agent.returncode is not None) == exited
+    assert took < 2 if exited else took >= 3  # an orphan still holds the dead one's stdout

@@ -112,11 +112,7 @@ class StreamJsonConnection:
     async def handshake(self, seconds: float) -> str | None:
         """Send ``initialize`` and wait for its answer; why it failed, or None."""
         await self.agent.write(self.driver.initialize())
-        with trio.move_on_after(seconds):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._settle_when_the_agent_exits)
-                await self.settled.wait()
-                nursery.cancel_scope.cancel()
+        await self.agent.wait_for(self.settled, seconds)  # or until the agent has exited
         if self.driver.state is DriverState.READY:
             return None
         if self.driver.handshake_error:
@@ -126,14 +122,6 @@ class StreamJsonConnection:
         if self.gone_reason:
             return f"stream-json agent ended during the handshake: {self.gone_reason}"
         return f"stream-json agent did not answer initialize within {seconds:g} s"
-
-    async def _settle_when_the_agent_exits(self) -> None:
-        """An agent that exits is not an agent that is slow to answer, even while a child
-        it left holds its stdout open: say so at once (its last output gets a moment)."""
-        await self.agent.proc.wait()
-        with trio.move_on_after(min(1.0, self.agent.grace)):
-            await self.settled.wait()
-        self.settled.set()
 
     async def shutdown(self) -> None:
         """Close stdin, give the agent ``grace`` seconds to exit, then end its group."""
