@@ -9,7 +9,7 @@ an embedding app gets is one the log can reproduce.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ import trio
 from trio_cap.actors.agent.script import Script, load_script
 from trio_cap.actors.bindings.base import UPDATED_INPUT
 from trio_cap.actors.bindings.registry import ConnectorRegistry, plugin_plan
-from trio_cap.actors.connection import AgentSpec
+from trio_cap.actors.connection import AgentSpec, Connector
 from trio_cap.actors.ids import IdSource, RandomIds
 from trio_cap.actors.manifest import (
     AdHocError,
@@ -223,7 +223,8 @@ class Session:
 
 
 class Orchestrator:
-    def __init__(self, system: ActorSystem, log: EventLog, clock: Clock, ids: IdSource) -> None:
+    def __init__(self, system: ActorSystem, log: EventLog, clock: Clock, ids: IdSource,
+                 connectors: Mapping[str, Connector] | None = None) -> None:
         self.system = system
         self.log = log
         self.clock = clock
@@ -236,7 +237,7 @@ class Orchestrator:
         """Turn/idle limits for sessions whose caller and manifest name none (``cap run``
         sets an idle timeout here; an embedding app gets none unless it asks)."""
         self._changed = trio.Event()
-        self.connectors = ConnectorRegistry()
+        self.connectors = ConnectorRegistry(connectors)
         """Binding name → connector, from entry points (``trio_cap.bindings``); set an
         entry (``orch.connectors["stream-json"] = …``) to override one for this orchestrator."""
 
@@ -419,6 +420,7 @@ async def open_orchestrator(
     ids: IdSource | None = None,
     grace: float = 5.0,
     fsync: str = "batch",
+    connectors: Mapping[str, Connector] | None = None,
 ) -> AsyncIterator[Orchestrator]:
     """Run an orchestrator inside the caller's task tree.
 
@@ -426,6 +428,8 @@ async def open_orchestrator(
     (a file log opened and closed here), or None for an in-memory log.
     Leaving the block, normally or by cancellation, stops every session
     within ``grace`` seconds, each with a terminal event in the log.
+    ``connectors`` (binding name → connector) override or add to the bindings
+    found through the ``trio_cap.bindings`` entry points.
     """
     clock = clock or SystemClock()
     ids = ids or RandomIds()
@@ -439,7 +443,7 @@ async def open_orchestrator(
     assert isinstance(event_log, EventLog)
     try:
         async with open_actor_system(clock=clock, ids=ids, grace=grace) as system:
-            orch = Orchestrator(system, event_log, clock, ids)
+            orch = Orchestrator(system, event_log, clock, ids, connectors)
             await system.nursery.start(orch._project)
             yield orch
     finally:

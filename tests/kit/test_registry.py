@@ -159,3 +159,21 @@ def test_a_third_party_binding_runs_a_session_end_to_end(tmp_path: Path) -> None
     assert status == "failed"
     assert "binding x-broken failed to load" in error and "ModuleNotFoundError" in error
     assert "still here" in out["inproc"]
+
+
+async def test_an_embedding_app_passes_its_own_connectors(tmp_path: Path) -> None:
+    from trio_cap.actors.orchestrator import open_orchestrator
+
+    class Counting(InprocConnector):
+        opened = 0
+
+        def open(self, spec, deliver):
+            Counting.opened += 1
+            return super().open(spec, deliver)
+
+    async with open_orchestrator(connectors={"inproc": Counting()}) as orch:
+        session = await orch.start_session(cwd=tmp_path, binding="inproc")
+        turn = await session.run_turn("hello")
+        await session.close()
+        assert orch.connectors.why_unavailable("stream-json") is None  # the rest stay
+    assert Counting.opened == 1 and "hello" in turn.text
