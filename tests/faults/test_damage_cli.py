@@ -146,12 +146,15 @@ def test_damage_through_the_cli(tmp_path, name):
     spans = make_log(path)
     case.damage(path, spans)
     damaged = path.read_bytes()
-    with ThreadPoolExecutor(3) as pool:  # the three readers never change the file
+    (tmp_path / "w.caplog").write_bytes(damaged)  # the writer's copy: it may cut a torn tail
+    with ThreadPoolExecutor(4) as pool:
         show = pool.submit(cap, "log", "show", "d.caplog", cwd=tmp_path)
         replay = pool.submit(cap, "replay", "d.caplog", cwd=tmp_path)
         fixed = pool.submit(cap, "log", "repair", "d.caplog", "--out", "fixed.caplog",
                             cwd=tmp_path)
-        show, replay, fixed = show.result(), replay.result(), fixed.result()
+        run = pool.submit(cap, "run", "--task", "hi", "--headless", "--log", "w.caplog",
+                          cwd=tmp_path)
+        show, replay, fixed, run = show.result(), replay.result(), fixed.result(), run.result()
     assert path.read_bytes() == damaged, "a reader changed the log"
 
     assert show.returncode == case.show_exit, show.stderr
@@ -163,13 +166,12 @@ def test_damage_through_the_cli(tmp_path, name):
         last = show.stderr.strip().splitlines()[-1]
         assert last.startswith("cap: error: d.caplog is damaged") and "cap log repair" in last
 
-    run = cap("run", "--task", "hi", "--headless", "--log", "d.caplog", cwd=tmp_path)
     if case.refused_at is not None:
         offset = spans[case.refused_at][0] if case.refused_at >= 0 else spans[-1][1]
         assert run.returncode == 2, run.stderr
         (line,) = [ln for ln in run.stderr.splitlines() if ln.startswith("cap: error:")]
-        assert f"damaged at byte {offset}" in line and "cap log repair d.caplog" in line
-        assert path.read_bytes() == damaged, "a refused writer changed the log"
+        assert f"damaged at byte {offset}" in line and "cap log repair w.caplog" in line
+        assert (tmp_path / "w.caplog").read_bytes() == damaged, "a refused writer changed it"
     else:
         assert run.returncode == 0, run.stderr
 
