@@ -164,6 +164,13 @@ def _prefix(first: int, count: int) -> bytes:
 
 
 class Scanner:
+    """The machine of the module docstring; one per pass over a file.
+
+    ``next_seq`` is the seq the first record should start at; with
+    ``keep_payload`` each :class:`Record` carries its payload bytes (repair
+    copies them), otherwise only where it is (a reader decodes lazily).
+    """
+
     def __init__(self, base: int = len(MAGIC), next_seq: int = 1, *,
                  keep_payload: bool = False) -> None:
         self._buf = bytearray()
