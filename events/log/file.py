@@ -173,6 +173,10 @@ class FileEventLog(EventLog):
                 os.pwrite(fd, MAGIC, 0)
                 if size:
                     self._note_recovery(size, 0, len(MAGIC), "torn file header")
+            elif size:
+                torn = Damage(0, size, 0, "torn file header", torn=True)
+                self.damage.append(torn)
+                self.recovered = Recovery(size, 0, torn.detail)
             return
         if head != MAGIC:
             close = sum(a == b for a, b in zip(head, MAGIC, strict=False)) >= 5
@@ -211,9 +215,11 @@ class FileEventLog(EventLog):
                 self._note_recovery(size - torn.start, torn.start, torn.start, torn.detail)
 
     def _hole_reason(self, gap: SeqGap) -> str:
-        spans = [d for d in self.damage if isinstance(d, Damage)]
-        where = f"damaged bytes {spans[-1].start}–{spans[-1].end}" if spans else "no record"
-        return f"lost to damage in {self.path} ({where})"
+        cause = [d for d in self.damage if isinstance(d, Damage) and d.end == gap.at_offset]
+        if cause:
+            return f"lost to damage in {self.path} (bytes {cause[-1].start}–{cause[-1].end})"
+        return f"no record of {self.path} holds them (the next record starts at byte " \
+               f"{gap.at_offset})"
 
     def _refuse(self, problems: list[Damage | SeqGap]) -> None:
         # a gap right after a damaged span is that span's loss, not more damage

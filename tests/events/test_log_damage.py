@@ -286,3 +286,27 @@ def test_any_single_flipped_byte_is_refused_or_harmless_and_never_cut(tmp_path):
         got = texts(reader.read())
         assert len(got) >= 9 and set(got) <= set(all_texts(4))
         assert reader.damage
+
+
+def test_a_torn_file_header_is_reported_by_a_reader_and_rewritten_by_a_writer(tmp_path):
+    path = tmp_path / "x.caplog"
+    path.write_bytes(b"CAPL")
+    reader = FileEventLog(path, readonly=True)
+    assert reader.recovered.dropped_bytes == 4 and reader.damage[0].torn and reader.read() == []
+    reader.close()
+    assert path.read_bytes() == b"CAPL"
+    writer = FileEventLog(path)
+    assert writer.recovered.dropped_bytes == 4
+    trio.run(writer.aclose)
+
+
+def test_a_seq_gap_at_a_record_boundary_names_no_damaged_bytes(tmp_path):
+    path = tmp_path / "x.caplog"
+    spans = make_log(path)
+    flip(path, spans[0][0] + HEADER_SIZE + 2)  # damage far before the gap
+    data = path.read_bytes()
+    path.write_bytes(data[: spans[3][0]] + data[spans[4][0] :])  # and seqs 10-12 missing
+    _, envs = read_only(path)
+    reasons = {e.event.reason for e in envs if isinstance(e.event, LogLost)}
+    assert len(reasons) == 2
+    assert any("no record" in r and f"byte {spans[3][0]}" in r for r in reasons)
