@@ -1,13 +1,22 @@
-"""Event log backends: memory and the embedded file log."""
+"""Event log backends: memory and the embedded file log, and repair of damaged file logs."""
 
-from trio_cap.events.log.base import EventLog, LogClosed, LogWriteError, Subscription
+from trio_cap.events.log.base import EventLog, LogClosed, Subscription
+from trio_cap.events.log.errors import (
+    EventRejected,
+    EventTooLarge,
+    LogCorrupted,
+    LogFormatError,
+    LogWriteError,
+)
 from trio_cap.events.log.file import FSYNC_POLICIES, FileEventLog, FsyncPolicy, LogLocked, Recovery
 from trio_cap.events.log.memory import MemoryEventLog
-from trio_cap.events.log.records import LogCorrupted, LogFormatError
+from trio_cap.events.log.repair import RepairError, RepairReport, repair
 
 __all__ = [
     "FSYNC_POLICIES",
     "EventLog",
+    "EventRejected",
+    "EventTooLarge",
     "FileEventLog",
     "FsyncPolicy",
     "LogClosed",
@@ -17,5 +26,8 @@ __all__ = [
     "LogWriteError",
     "MemoryEventLog",
     "Recovery",
+    "RepairError",
+    "RepairReport",
     "Subscription",
+    "repair",
 ]
