@@ -329,7 +329,7 @@ class NdjsonReader(Generic[T]):
     """Rules 5-8: the framer plus a binding's decoders.
 
     ``decode_block`` takes a JSON array (the block's lines joined) and returns
-    one frame per line, raising on anything wrong; ``decode_line`` takes one
+    one frame per element, raising on anything wrong; ``decode_line`` takes one
     line and returns a frame or :class:`Unknown`, raising ``msgspec.DecodeError``
     when the line is not whole JSON.
     """
@@ -395,12 +395,20 @@ class NdjsonReader(Generic[T]):
     def _block(self, block: bytes) -> list[T] | None:
         """Every line of the block in one call, or None to go line by line.
 
-        Lines are joined with ``,\\n``: the newline stays, so a line cut inside a
-        string cannot join the next into one valid string (raw control
-        characters are invalid in JSON strings), and the item count must equal
-        the line count, so a line holding two values, or two lines making one,
-        send the block line by line.  (Only a block doing both at once could
-        pass; what it decodes to is then still the agent's own JSON.)
+        The lines are joined into one JSON array with ``,\\n``.  That array
+        says what the lines say one by one exactly when each line holds one
+        value, and the cheap checks see to it:
+
+        * a line cut inside a string cannot join the next into one valid
+          string: the newline stays, and raw control characters are invalid
+          JSON; a blank line makes ``,,``, and frames glued without a comma
+          (a racing writer's splice) are not an array's syntax: all invalid;
+        * the value count must equal the line count (the commas added: no
+          ``bytes.count`` pass), so two lines making one value fail too.
+
+        (Only a line of two comma-separated objects *and* a cut elsewhere in
+        the same read could pass; no writer race produces the comma.)
+        Everything else goes line by line, where the recovery step sees it.
         """
         decode = self._decode_block
         if decode is None or self.recovery.holding:

@@ -136,6 +136,18 @@ def test_6_two_lines_never_join_into_one_value() -> None:
                                          BadLine(b"2]}", NOT_JSON)]
 
 
+@pytest.mark.parametrize("lines", [
+    [b"", obj("a") + obj("b"), b""],  # a blank line and two glued frames in one read
+    [obj("a", 1)[:-3], obj("a", 1)[-3:], obj("b") + obj("c")],  # a cut and a glue
+    [obj("r")[:6] + obj("b"), obj("r")[6:]],  # the writer race: A-head B / A-tail
+])
+def test_5_faults_that_could_balance_out_still_go_line_by_line(lines: list[bytes]) -> None:
+    data = b"\n".join(lines) + b"\n"
+    bytewise = feed_all(reader(), [data[i:i + 1] for i in range(len(data))])
+    assert feed_all(reader(), [data]) == bytewise
+    assert feed_all(reader(batch=False), [data]) == bytewise
+
+
 def test_7_a_frame_spliced_into_another_line_is_recovered() -> None:
     a, b = obj("long", 12345), obj("async")
     cut = len(a) // 2

@@ -134,6 +134,7 @@ _RISKS = frozenset({"low", "medium", "high"})
 _HOT = (f.StreamEvent, f.ContentBlockDelta, f.TextDelta)
 """The hot loop compares types by identity, with these bound to locals."""
 _TEXT, _JSON = 1, 2
+_BlockStart, _BlockStop = f.ContentBlockStart, f.ContentBlockStop
 _TOOL_BLOCKS = (f.ToolUseBlock, f.ServerToolUseBlock)
 _TEXT_BLOCKS = (f.TextBlock, f.ThinkingBlock)
 _BLOCK_TYPES = {cls: cls.__struct_config__.tag for cls in f.ContentBlock.__args__}  # type: ignore[attr-defined]
@@ -187,6 +188,7 @@ class StreamJsonDriver:
         self._tools_started: set[str] = set()
         self._permissions: dict[str, PendingPermission] = {}
         self._asks: dict[str, dict[str, Any]] = {}  # AskUserQuestion prompts: request id → input
+        self._handlers = self._handler_table()
 
     # ---- state ------------------------------------------------------------
     @property
@@ -303,6 +305,7 @@ class StreamJsonDriver:
         read ends.  Everything that is not a delta goes to :meth:`_frame`.
         """
         out: list[Output] = []
+        handlers = self._handlers
         stream_event, delta_t, text_t = _HOT
         run = 0  # 0: no run, _TEXT: text/thinking pieces, _JSON: tool input pieces
         run_block: StreamedBlock | None = None
@@ -339,7 +342,11 @@ class StreamJsonDriver:
             if run:
                 self._flush(run, run_block, run_parts, run_parent, out)
                 run, text_index = 0, -1
-            self._frame(frame, lines, i, out)
+            handler = handlers.get(type(frame))
+            if handler is not None:
+                handler(frame, lines, i, out)
+            else:  # a frame only the other direction sends (cap.session.config)
+                out.append(raw_event("unhandled_frame", lines.raw(i)))
         if run:
             self._flush(run, run_block, run_parts, run_parent, out)
         return out
@@ -354,56 +361,51 @@ class StreamJsonDriver:
         block.add(parts[0] if len(parts) == 1 else "".join(parts))
         self._emit_block(self._current_message or "", block, out, _sub_meta(parent))
 
-    def _frame(self, frame: Any, lines: Lines[f.AnyFrame], i: int, out: list[Output]) -> None:
-        kind = type(frame)
-        if kind is f.StreamEvent:
-            self._stream_event(frame, out)
-        elif kind is f.Assistant:
-            self._assistant(frame, out)
-        elif kind is f.User:
-            self._user_frame(frame, out)
-        elif kind is f.Result:
-            self._result(frame, lines, i, out)
-        elif kind is f.System:
-            self._system(frame, lines, i, out)
-        elif kind is f.ControlRequest:
-            self._control_request(frame, lines, i, out)
-        elif kind is f.ControlResponse:
-            self._control_response(frame, lines, i, out)
-        elif kind is f.ControlCancelRequest:
-            withdrawn = self._asks.pop(frame.request_id, None) is not None
-            if self._permissions.pop(frame.request_id, None) is not None or withdrawn:
-                out.append(raw_event("permission_withdrawn", lines.raw(i)))
-        elif kind is f.RateLimitEvent:
-            info = frame.rate_limit_info
-            if str(info.get("status", "")) == "rejected":
-                out.append(CapError(code="rate_limit", message="the agent's rate limit was hit",
-                                    retryable=True, details=info))
-        elif kind is f.CommandLifecycle or kind is f.KeepAlive:
-            pass
-        elif kind is BadLine:
-            size = frame.size or len(frame.raw)
-            out.append(CapError(
-                code="parse_failed", message=f"unreadable line from the agent: {frame.reason}",
-                details={"raw": frame.raw[:RAW_LIMIT].decode("utf-8", errors="replace"),
-                         "size": size}))
-        elif kind is Unknown:
-            out.append(raw_event(frame.reason, frame.raw))
-        else:  # a frame only the other direction sends (cap.session.config)
-            out.append(raw_event("unhandled_frame", lines.raw(i)))
+    def _handler_table(self) -> dict[type, Callable[[Any, Lines[Any], int, list[Output]], None]]:
+        """Frame type → handler: one dict lookup per frame instead of a chain of tests."""
+        def quiet(frame: Any, lines: Lines[Any], i: int, out: list[Output]) -> None:
+            pass  # R17
+
+        return {
+            f.StreamEvent: self._stream_event, f.Assistant: self._assistant,
+            f.User: self._user_frame, f.Result: self._result, f.System: self._system,
+            f.ControlRequest: self._control_request, f.ControlResponse: self._control_response,
+            f.ControlCancelRequest: self._cancel_request, f.RateLimitEvent: self._rate,
+            f.CommandLifecycle: quiet, f.KeepAlive: quiet, BadLine: self._bad_line,
+            Unknown: self._unknown,
+        }
+
+    def _cancel_request(self, frame: f.ControlCancelRequest, lines: Lines[Any], i: int,
+                        out: list[Output]) -> None:
+        withdrawn = self._asks.pop(frame.request_id, None) is not None
+        if self._permissions.pop(frame.request_id, None) is not None or withdrawn:
+            out.append(raw_event("permission_withdrawn", lines.raw(i)))
+
+    @staticmethod
+    def _rate(frame: f.RateLimitEvent, lines: Lines[Any], i: int, out: list[Output]) -> None:
+        info = frame.rate_limit_info
+        if str(info.get("status", "")) == "rejected":
+            out.append(CapError(code="rate_limit", message="the agent's rate limit was hit",
+                                retryable=True, details=info))
+
+    @staticmethod
+    def _bad_line(frame: BadLine, lines: Lines[Any], i: int, out: list[Output]) -> None:
+        out.append(CapError(
+            code="parse_failed", message=f"unreadable line from the agent: {frame.reason}",
+            details={"raw": frame.raw[:RAW_LIMIT].decode("utf-8", errors="replace"),
+                     "size": frame.size or len(frame.raw)}))
+
+    @staticmethod
+    def _unknown(frame: Unknown, lines: Lines[Any], i: int, out: list[Output]) -> None:
+        out.append(raw_event(frame.reason, frame.raw))
 
     # -- text, thinking and tool calls --
-    def _stream_event(self, frame: f.StreamEvent, out: list[Output]) -> None:
+    def _stream_event(self, frame: f.StreamEvent, lines: Lines[Any], i: int,
+                      out: list[Output]) -> None:
         ev = frame.event
         kind = type(ev)
-        if kind is f.MessageStart:
-            self._current_message = ev.message.id
-            self._blocks.setdefault(ev.message.id, [])
-            return
         msg = self._current_message
-        if msg is None:
-            return
-        if kind is f.ContentBlockStart:
+        if kind is _BlockStart and msg is not None:
             cb = ev.content_block
             if isinstance(cb, _TOOL_BLOCKS):
                 block = StreamedBlock("tool_use", cb.id, cb.name)
@@ -411,7 +413,7 @@ class StreamJsonDriver:
                 block = StreamedBlock(_BLOCK_TYPES.get(type(cb), "other"))
             self._blocks.setdefault(msg, []).append(block)
             self._by_index[(msg, ev.index)] = block
-        elif kind is f.ContentBlockStop:
+        elif kind is _BlockStop and msg is not None:
             block = self._by_index.get((msg, ev.index))
             if block is not None and block.tool_id and block.tool_id not in self._tools_started:
                 # No assistant frame confirmed it (an older CLI): start from the streamed input.
@@ -424,6 +426,9 @@ class StreamJsonDriver:
                     args = {"_partial_json": streamed}
                 self._start_tool(block.tool_id, block.tool_name or "", args, out,
                                  _sub_meta(frame.parent_tool_use_id))
+        elif kind is f.MessageStart:
+            self._current_message = ev.message.id
+            self._blocks.setdefault(ev.message.id, [])
 
     def _emit_block(self, msg: str, block: StreamedBlock, out: list[Output],
                     meta: dict[str, Any] | None) -> None:
@@ -435,7 +440,8 @@ class StreamJsonDriver:
         else:
             out.append(TextChunk(message_id=msg, text=piece, meta=meta))
 
-    def _assistant(self, frame: f.Assistant, out: list[Output]) -> None:
+    def _assistant(self, frame: f.Assistant, lines: Lines[Any], i: int,
+                   out: list[Output]) -> None:
         message = frame.message
         if frame.is_api_error_message or frame.error:
             text = "".join(b.text for b in message.content if isinstance(b, f.TextBlock))
@@ -477,7 +483,7 @@ class StreamJsonDriver:
         self._tools_started.add(call_id)
         out.append(ToolCallStart(call_id=call_id, name=name, input=args, meta=meta))
 
-    def _user_frame(self, frame: f.User, out: list[Output]) -> None:
+    def _user_frame(self, frame: f.User, lines: Lines[Any], i: int, out: list[Output]) -> None:
         content = frame.message.content
         meta = _sub_meta(frame.parent_tool_use_id)
         if isinstance(content, str):
