@@ -146,6 +146,23 @@ def _msgpack_uint(view: memoryview, i: int) -> tuple[int, int] | None:
     return int.from_bytes(view[i + 1 : i + 1 + width], "big"), 1 + width
 
 
+def payload_prefix(prefix: memoryview) -> tuple[int, int] | None:
+    """(count, first seq) as the payload itself says, or None if it does not start as one."""
+    if not prefix:
+        return None
+    b = prefix[0]
+    if 0x90 <= b <= 0x9F:
+        count, pos = b & 0x0F, 1
+    elif b == 0xDC and len(prefix) >= 3:
+        count, pos = int.from_bytes(prefix[1:3], "big"), 3
+    else:
+        return None
+    if len(prefix) <= pos or prefix[pos] != 0x95:
+        return None
+    seq = _msgpack_uint(prefix, pos + 1)
+    return None if seq is None else (count, seq[0])
+
+
 def header_problem(length: int, first: int, count: int, prefix: memoryview) -> str | None:
     """Why this header cannot start a record, or None.
 

@@ -26,8 +26,10 @@ Rules:
   candidates are found by a fixed byte pattern around the first envelope's
   marker, then fully checked (header, payload prefix, CRC).
 * A damaged span that is exactly one record whose CRC matches once its
-  length is taken from the span is that record with a damaged length field:
-  reported as damage, and the record is given back too.
+  length is taken from the span and its count and first seq from its payload
+  is that record with damaged header fields: reported as damage, and the
+  record is given back too (the CRC covers the payload, so a damaged body
+  never passes).
 * Only the final damage can be ``torn`` — provably a torn final append — and
   only if all hold: no valid record starts anywhere inside it; it is shorter
   than one maximal record (:data:`MAX_TORN`); every header field it has is
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import heapq
 import re
+import struct
 import zlib
 from collections import deque
 from collections.abc import Iterator
@@ -58,6 +61,7 @@ from trio_cap.events.log.records import (
     MAX_TORN,
     PREFIX_NEEDED,
     header_problem,
+    payload_prefix,
 )
 
 
@@ -347,13 +351,14 @@ class Scanner:
     def _end_damage(self, start: int, end: int) -> None:
         """Report the span; recover a record whose length field alone is damaged."""
         after = self._next_seq - 1
-        fixed = self._length_fixed(start, end)
+        fixed = self._header_fixed(start, end)
         final = end == self.fed_to and self._eof
         if fixed is not None:
-            self._out.append(Damage(start, end, after, f"{self._detail}: the record's length "
-                                    "field is damaged; the record itself is intact and was read",
+            record, fields = fixed
+            self._out.append(Damage(start, end, after, f"{self._detail}: the record's {fields} "
+                                    f"damaged; the record itself is intact and was read",
                                     kept=True))
-            self._accept(fixed)
+            self._accept(record)
             return
         torn = final and self._torn(start, end)
         self._out.append(Damage(start, end, after, self._detail, torn))
@@ -363,18 +368,34 @@ class Scanner:
             return None
         return memoryview(self._buf)[start - self._base : end - self._base]
 
-    def _length_fixed(self, start: int, end: int) -> Record | None:
+    def _header_fixed(self, start: int, end: int) -> tuple[Record, str] | None:
+        """The span as one intact record whose length, count or first seq field is damaged.
+
+        The length is the span's; count and first seq are read from the
+        payload itself.  Only a CRC match over the payload with those fields
+        makes it a record, so a damaged body is never taken.
+        """
         span = self._span(start, end)
         if span is None or len(span) <= HEADER_SIZE or len(span) > MAX_TORN:
             return None
-        _, crc, first, count = HEADER.unpack_from(span, 0)
+        stored_length, crc, stored_first, stored_count = HEADER.unpack_from(span, 0)
         length = len(span) - HEADER_SIZE
-        if header_problem(length, first, count, span[HEADER_SIZE : HEADER_SIZE + PREFIX_NEEDED]):
+        payload = span[HEADER_SIZE:]
+        found = payload_prefix(payload[:PREFIX_NEEDED])
+        if found is None:
             return None
-        if zlib.crc32(span[CRC_FROM:]) != crc:
+        count, first = found
+        if not 0 < count <= MAX_BATCH or header_problem(length, first, count,
+                                                         payload[:PREFIX_NEEDED]):
             return None
-        payload = bytes(span[HEADER_SIZE:]) if self._keep else None
-        return Record(start, length, first, count, payload)
+        fields = struct.pack("<QI", first, count)
+        if zlib.crc32(payload, zlib.crc32(fields)) != crc:
+            return None
+        damaged = [name for name, ok in (("length", stored_length == length),
+                                         ("count", stored_count == count),
+                                         ("first seq", stored_first == first)) if not ok]
+        what = " and ".join(damaged) + (" field is" if len(damaged) == 1 else " fields are")
+        return Record(start, length, first, count, bytes(payload) if self._keep else None), what
 
     def _torn(self, start: int, end: int) -> bool:
         if end - start >= MAX_TORN:

@@ -239,10 +239,25 @@ def test_a_seq_gap_with_no_damaged_bytes_is_refused_and_filled_by_repair(tmp_pat
     assert report.lost == [(7, 9)] and texts(envs) == all_texts(skip=range(6, 9))
 
 
-def test_damage_at_the_first_record_keeps_the_rest(tmp_path):
+@pytest.mark.parametrize(("field", "at"), [("first seq", 9), ("count", 16)])
+@pytest.mark.parametrize("which", [0, 3, 5])
+def test_a_damaged_count_or_first_seq_field_is_refused_and_the_record_is_still_read(
+        tmp_path, field, at, which):
     path = tmp_path / "x.caplog"
     spans = make_log(path)
-    flip(path, spans[0][0] + 9)  # first_seq of record 1: CRC fails
+    flip(path, spans[which][0] + at, 0x04)  # the CRC covers the field: the record fails it
+    refused(path, spans[which][0], which * 3)
+    log, envs = read_only(path)
+    assert texts(envs) == all_texts() and lost_seqs(envs) == []
+    assert f"record's {field} field is damaged" in log.damage[0].detail
+    report, envs = repaired(tmp_path, path)
+    assert texts(envs) == all_texts() and report.lost == []
+
+
+def test_a_damaged_body_at_the_first_record_keeps_the_rest(tmp_path):
+    path = tmp_path / "x.caplog"
+    spans = make_log(path)
+    flip(path, spans[0][0] + HEADER_SIZE + 12)
     refused(path, spans[0][0], 0)
     _, envs = read_only(path)
     assert texts(envs) == all_texts(skip=range(3)) and lost_seqs(envs) == [1, 2, 3]
