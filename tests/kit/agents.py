@@ -96,7 +96,9 @@ def gone(pid: int, within: float = 30.0) -> bool:
     except ProcessLookupError:
         return True
     try:
-        ready, _, _ = select.select([fd], [], [], within)
+        poller = select.poll()  # not select(): the fd may be above 1024 in a long test run
+        poller.register(fd, select.POLLIN)
+        ready = poller.poll(within * 1000)
     finally:
         os.close(fd)
     return bool(ready) or not alive(pid)
