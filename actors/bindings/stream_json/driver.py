@@ -131,7 +131,7 @@ _QUIET_SYSTEM = frozenset({
 """Known ``system`` subtypes with nothing for CAP (R17): dropped, not kept raw."""
 _RISKS = frozenset({"low", "medium", "high"})
 
-_HOT = (f.StreamEvent, f.ContentBlockDelta, f.TextDelta)
+_HOT = (f.StreamEventIn, f.StreamEvent, f.ContentBlockDelta, f.TextDelta)
 """The hot loop compares types by identity, with these bound to locals."""
 _TEXT, _JSON = 1, 2
 _BlockStart, _BlockStop = f.ContentBlockStart, f.ContentBlockStop
@@ -306,7 +306,7 @@ class StreamJsonDriver:
         """
         out: list[Output] = []
         handlers = self._handlers
-        stream_event, delta_t, text_t = _HOT
+        stream_event, stream_event_full, delta_t, text_t = _HOT
         run = 0  # 0: no run, _TEXT: text/thinking pieces, _JSON: tool input pieces
         run_block: StreamedBlock | None = None
         run_parts: list[str] = []
@@ -315,7 +315,8 @@ class StreamJsonDriver:
         run_index = -1
         run_parent: str | None = None
         for i, frame in enumerate(lines.items):
-            if type(frame) is stream_event:
+            kind = type(frame)
+            if kind is stream_event or kind is stream_event_full:
                 ev = frame.event  # type: ignore[union-attr]
                 if type(ev) is delta_t:
                     delta = ev.delta
@@ -342,7 +343,7 @@ class StreamJsonDriver:
             if run:
                 self._flush(run, run_block, run_parts, run_parent, out)
                 run, text_index = 0, -1
-            handler = handlers.get(type(frame))
+            handler = handlers.get(kind)
             if handler is not None:
                 handler(frame, lines, i, out)
             else:  # a frame only the other direction sends (cap.session.config)
@@ -367,7 +368,8 @@ class StreamJsonDriver:
             pass  # R17
 
         return {
-            f.StreamEvent: self._stream_event, f.Assistant: self._assistant,
+            f.StreamEventIn: self._stream_event, f.StreamEvent: self._stream_event,
+            f.Assistant: self._assistant,
             f.User: self._user_frame, f.Result: self._result, f.System: self._system,
             f.ControlRequest: self._control_request, f.ControlResponse: self._control_response,
             f.ControlCancelRequest: self._cancel_request, f.RateLimitEvent: self._rate,
@@ -400,7 +402,7 @@ class StreamJsonDriver:
         out.append(raw_event(frame.reason, frame.raw))
 
     # -- text, thinking and tool calls --
-    def _stream_event(self, frame: f.StreamEvent, lines: Lines[Any], i: int,
+    def _stream_event(self, frame: f.StreamEvent | f.StreamEventIn, lines: Lines[Any], i: int,
                       out: list[Output]) -> None:
         ev = frame.event
         kind = type(ev)
