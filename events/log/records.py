@@ -221,8 +221,11 @@ def decode_payload(payload: bytes | memoryview, first: int, count: int) -> Decod
     """The record's envelopes; never raises (see the module rules)."""
     try:
         envs = _typed.decode(payload)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return _decode_leniently(payload, first, count)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        try:
+            return _decode_leniently(payload, first, count)
+        except (msgspec.MsgspecError, RecursionError, TypeError, ValueError) as exc:
+            return _lost(first, count, f"the payload cannot be read ({exc})")
     if len(envs) == count and all(env.seq == first + k for k, env in enumerate(envs)):
         return Decoded(envs)
     return _lost(first, count, _mismatch(first, count, [e.seq for e in envs]))
@@ -265,7 +268,7 @@ def _raw_envelope(raw: msgspec.Raw, error: str) -> Envelope | None:
     kind = event.get("kind") if isinstance(event, dict) else None
     undecodable = LogUndecodable(
         original_kind=kind if isinstance(kind, str) else None,
-        payload=msgspec.to_builtins(event, str_keys=True),
+        payload=_json_able(event),
         error=error,
         meta={MADE_ON_READ: True},
     )
@@ -276,6 +279,20 @@ def _raw_envelope(raw: msgspec.Raw, error: str) -> Envelope | None:
         cause if type(cause) is int else None,
         undecodable,
     )
+
+
+def _json_able(value: object) -> object:
+    """The raw event as JSON-able data (a msgpack extension value as its code and hex)."""
+
+    def hook(v: object) -> object:
+        if isinstance(v, msgspec.msgpack.Ext):
+            return {"msgpack_ext": v.code, "hex": bytes(v.data).hex()}
+        return repr(v)
+
+    try:
+        return msgspec.to_builtins(value, str_keys=True, enc_hook=hook)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return f"<not showable: {exc}>"
 
 
 def _mismatch(first: int, count: int, seqs: list[int]) -> str:

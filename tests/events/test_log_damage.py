@@ -325,3 +325,30 @@ def test_a_seq_gap_at_a_record_boundary_names_no_damaged_bytes(tmp_path):
     reasons = {e.event.reason for e in envs if isinstance(e.event, LogLost)}
     assert len(reasons) == 2
     assert any("no record" in r and f"byte {spans[3][0]}" in r for r in reasons)
+
+
+def test_hostile_payloads_with_a_valid_crc_never_raise(tmp_path):
+    import msgspec
+
+    ext = msgspec.msgpack.Ext(5, b"abc")
+    cases = {
+        "extension value": envelope_payload([[4, 1.0, "s", None, {"kind": "cap.x", "e": ext}],
+                                             [5, 1.0, "s", None, {1: 2, "kind": "cap.y"}],
+                                             [6, 1.0, "s", None, "not a map"]]),
+        "nested 100,000 deep": b"\x93\x95\x04\xcb" + b"\x00" * 8 + b"\xa1s\xc0"
+        + b"\x91" * 100_000 + b"\xc0",
+    }
+    for name, payload in cases.items():
+        path = tmp_path / f"{len(name)}.caplog"
+        spans = make_log(path)
+        replace_record(path, spans[1], crc_valid_record(4, 3, payload))
+        _, envs = read_only(path)
+        assert texts(envs) == all_texts(skip=range(3, 6)), name
+        kinds = [e.kind for e in envs[3:6]]
+        if name == "extension value":
+            assert kinds == ["log.undecodable"] * 3
+            assert envs[3].event.payload["e"] == {"msgpack_ext": 5, "hex": "616263"}
+            assert envs[4].event.payload == {"1": 2, "kind": "cap.y"}
+        else:
+            assert kinds == ["log.lost"] * 3
+
