@@ -351,4 +351,3 @@ def test_hostile_payloads_with_a_valid_crc_never_raise(tmp_path):
             assert envs[4].event.payload == {"1": 2, "kind": "cap.y"}
         else:
             assert kinds == ["log.lost"] * 3
-
