@@ -152,7 +152,7 @@ class Reporter:
                 else:
                     self._say(f"seqs {event.from_seq}–{event.to_seq} were lost before a repair "
                               f"({event.reason})")
-        elif isinstance(event, LogUndecodable):
+        elif isinstance(event, LogUndecodable) and event.meta and event.meta.get(MADE_ON_READ):
             self.unreadable += 1
             if self.unreadable <= _MAX_NOTES:
                 self._say(f"seq {env.seq}: {event.original_kind or 'an event'} is not "
