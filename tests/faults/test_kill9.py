@@ -84,6 +84,8 @@ def test_kill_9_of_a_log_writer_loses_no_acknowledged_event(tmp_path, policy):
         missing += _missing(envs, checked + 1, acknowledged)
         checked = max(checked, acknowledged)
     missing += _missing(reopen_and_read(path), 1, acknowledged)  # later recoveries cut nothing
+    print(f"writer, fsync={policy}: {KILLS['writer']} kills, {acknowledged} events "
+          f"acknowledged, {missing} missing")
     assert missing == 0
     assert acknowledged > 100  # the kills landed while events were being acknowledged
 
@@ -119,4 +121,6 @@ def test_kill_9_of_cap_run_loses_no_acknowledged_event(tmp_path, policy):
                 if seq not in stored or stored[seq].kind != obj["kind"]
                 or stored[seq].stream != obj["stream"]]
         assert lost == [], f"acknowledged and printed, then lost: {lost[:10]}"
+    print(f"cap run, fsync={policy}: {KILLS['cap run']} kills, {len(printed)} events "
+          "printed (acknowledged), 0 missing")
     assert len(printed) > 100
