@@ -131,7 +131,7 @@ _QUIET_SYSTEM = frozenset({
 """Known ``system`` subtypes with nothing for CAP (R17): dropped, not kept raw."""
 _RISKS = frozenset({"low", "medium", "high"})
 
-_HOT = (f.StreamEventIn, f.StreamEvent, f.ContentBlockDelta, f.TextDelta)
+_HOT = (f.StreamEventIn, f.StreamEvent, f.ContentBlockDelta, f.TextDelta, f.ThinkingDelta)
 """The hot loop compares types by identity, with these bound to locals."""
 _TEXT, _JSON = 1, 2
 _BlockStart, _BlockStop = f.ContentBlockStart, f.ContentBlockStop
@@ -306,12 +306,12 @@ class StreamJsonDriver:
         """
         out: list[Output] = []
         handlers = self._handlers
-        stream_event, stream_event_full, delta_t, text_t = _HOT
+        stream_event, stream_event_full, delta_t, text_t, thinking_t = _HOT
         run = 0  # 0: no run, _TEXT: text/thinking pieces, _JSON: tool input pieces
+        run_type: type | None = None  # the delta type the run collected last (fastest check)
         run_block: StreamedBlock | None = None
         run_parts: list[str] = []
         append = run_parts.append
-        text_index = -1  # the block index of a text run (-1: none), for the fastest check
         run_index = -1
         run_parent: str | None = None
         for i, frame in enumerate(lines.items):
@@ -320,9 +320,15 @@ class StreamJsonDriver:
                 ev = frame.event  # type: ignore[union-attr]
                 if type(ev) is delta_t:
                     delta = ev.delta
-                    if (type(delta) is text_t and ev.index == text_index
+                    dtype = type(delta)
+                    if (dtype is run_type and ev.index == run_index
                             and frame.parent_tool_use_id is run_parent):  # type: ignore[union-attr]
-                        append(delta.text)  # type: ignore[union-attr]
+                        if dtype is text_t:
+                            append(delta.text)  # type: ignore[union-attr]
+                        elif dtype is thinking_t:
+                            append(delta.thinking)  # type: ignore[union-attr]
+                        else:
+                            append(delta.partial_json)  # type: ignore[union-attr]
                         continue
                     piece, want = _piece(delta)
                     if not want:
@@ -331,18 +337,19 @@ class StreamJsonDriver:
                     if (run == want and ev.index == run_index
                             and (parent is run_parent or parent == run_parent)):
                         append(piece)
+                        run_type = dtype if parent is run_parent else None
                         continue
                     if run:
                         self._flush(run, run_block, run_parts, run_parent, out)
                     run, run_index, run_parent, run_parts = want, ev.index, parent, [piece]
                     append = run_parts.append
-                    text_index = run_index if want == _TEXT else -1
+                    run_type = dtype
                     msg = self._current_message
                     run_block = None if msg is None else self._by_index.get((msg, run_index))
                     continue
             if run:
                 self._flush(run, run_block, run_parts, run_parent, out)
-                run, text_index = 0, -1
+                run, run_type = 0, None
             handler = handlers.get(kind)
             if handler is not None:
                 handler(frame, lines, i, out)
