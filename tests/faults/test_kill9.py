@@ -5,7 +5,9 @@ acknowledged seq as ``append`` returns it (tests/faults/writer.py), and a
 real ``cap run --json`` whose follower prints events only once the log has
 acknowledged them.  Each file goes through several generations — write,
 kill -9, reopen for writing (which may cut a torn final append and must
-never refuse), check, write again — so recovery itself is also killed.
+never refuse), check, write again — so recovery itself is also killed.  A third
+test kills a writer of 24 MB appends, which leaves real torn final appends
+(most kills of small appends land between writes: the kernel finishes them).
 
 What this proves, exactly: after SIGKILL of the writing process, every event
 it acknowledged is in the file with its seq and content, under ``always``,
@@ -20,6 +22,7 @@ import json
 import random
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -32,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WRITER = [sys.executable, "-m", "tests.faults.writer"]
 CAP = [sys.executable, "-m", "trio_cap.actors.cli"]
 POLICIES = ["always", "batch", "never"]
-KILLS = {"writer": 4 * 3, "cap run": 3 * 2}  # per policy: 36 + 18 = 54 kills in all
+KILLS = {"writer": 4 * 3, "cap run": 3 * 2, "big": 8}  # 36 + 18 + 8 = 62 kills in all
 
 
 def kill_after(cmd: list[str], lines_wanted: int, cwd: Path) -> list[str]:
@@ -88,6 +91,31 @@ def test_kill_9_of_a_log_writer_loses_no_acknowledged_event(tmp_path, policy):
           f"acknowledged, {missing} missing")
     assert missing == 0
     assert acknowledged > 100  # the kills landed while events were being acknowledged
+
+
+def test_kill_9_inside_large_writes_leaves_only_a_torn_tail_that_is_cut(tmp_path):
+    """24 MB appends, killed after a random delay: the kill often lands inside ``write``
+    (the kernel stops a large write at a page when SIGKILL arrives).  The delay only
+    places the fault; nothing waits on it."""
+    rng = random.Random("big")
+    torn = 0
+    for generation in range(KILLS["big"]):
+        path = tmp_path / f"big{generation}.caplog"
+        proc = subprocess.Popen([*WRITER, str(path), "never", "0", "big"], cwd=ROOT,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        proc.stdout.readline()  # opened
+        acked = [int(proc.stdout.readline())]
+        time.sleep(rng.random() * 0.05)  # fault placement, not synchronisation
+        proc.kill()
+        proc.wait(timeout=20)
+        acked += [int(ln) for ln in proc.stdout.read().split()]
+        proc.stdout.close()
+        reader = FileEventLog(path, readonly=True)
+        torn += reader.recovered is not None
+        reader.close()
+        envs = reopen_and_read(path)  # never refused: the worst is a torn final append
+        assert _missing(envs, 1, max(acked)) == 0
+    print(f"large writes: {KILLS['big']} kills, {torn} left a torn final append, 0 missing")
 
 
 def _missing(envs: list, from_seq: int, to_seq: int) -> int:
