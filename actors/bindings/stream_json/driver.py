@@ -136,7 +136,6 @@ _HOT = (f.StreamEventIn, f.StreamEvent, f.ContentBlockDelta, f.TextDelta, f.Thin
 _TEXT, _JSON = 1, 2
 _BlockStart, _BlockStop = f.ContentBlockStart, f.ContentBlockStop
 _TOOL_BLOCKS = (f.ToolUseBlock, f.ServerToolUseBlock)
-_TEXT_BLOCKS = (f.TextBlock, f.ThinkingBlock)
 _BLOCK_TYPES = {cls: cls.__struct_config__.tag for cls in f.ContentBlock.__args__}  # type: ignore[attr-defined]
 
 
@@ -366,8 +365,16 @@ class StreamJsonDriver:
         if run == _JSON:
             block.json_parts += parts
             return
-        block.add(parts[0] if len(parts) == 1 else "".join(parts))
-        self._emit_block(self._current_message or "", block, out, _sub_meta(parent))
+        piece = parts[0] if len(parts) == 1 else "".join(parts)
+        before = block.length
+        block.parts.append(piece)
+        block.length = before + len(piece)
+        if block.emitted < before:  # something earlier was never emitted: it goes out now
+            piece = block.text[block.emitted:]
+        block.emitted = block.length
+        event = Thought if block.type == "thinking" else TextChunk
+        out.append(event(message_id=self._current_message or "", text=piece,
+                         meta=None if parent is None else _sub_meta(parent)))
 
     def _handler_table(self) -> dict[type, Callable[[Any, Lines[Any], int, list[Output]], None]]:
         """Frame type → handler: one dict lookup per frame instead of a chain of tests."""
@@ -465,25 +472,29 @@ class StreamJsonDriver:
         if message.model and message.model != "<synthetic>":
             self.model = message.model
         msg = message.id
-        streamed = self._blocks.get(msg, [])
-        meta = _sub_meta(frame.parent_tool_use_id)
+        streamed = self._blocks.get(msg, ())
+        parent = frame.parent_tool_use_id
+        meta = None if parent is None else _sub_meta(parent)
+        k = self._confirmed.get(msg, 0)
         for content in message.content:
-            k = self._confirmed.get(msg, 0)
-            self._confirmed[msg] = k + 1
             known = streamed[k] if k < len(streamed) else None
-            if isinstance(content, _TEXT_BLOCKS):
-                full = content.text if isinstance(content, f.TextBlock) else content.thinking
-                kind = "text" if isinstance(content, f.TextBlock) else "thinking"
+            k += 1
+            kind_t = type(content)
+            if kind_t is f.TextBlock or kind_t is f.ThinkingBlock:
+                text_block = kind_t is f.TextBlock
+                full = content.text if text_block else content.thinking  # type: ignore[union-attr]
+                kind = "text" if text_block else "thinking"
                 same = known is not None and known.type == kind
-                block = known if same else StreamedBlock(type=kind)  # type: ignore[assignment]
+                block = known if same else StreamedBlock(kind)  # type: ignore[assignment]
                 # Complete what the deltas missed; never repeat what they gave (R3).
                 given = block.text
                 if full.startswith(given if block.emitted == len(given) else
                                    given[:block.emitted]):
                     block.replace(full)
                     self._emit_block(msg, block, out, meta)  # type: ignore[arg-type]
-            elif isinstance(content, _TOOL_BLOCKS):
-                self._start_tool(content.id, content.name, content.input, out, meta)
+            elif kind_t is f.ToolUseBlock or kind_t is f.ServerToolUseBlock:
+                self._start_tool(content.id, content.name, content.input, out, meta)  # type: ignore[union-attr]
+        self._confirmed[msg] = k
 
     def _start_tool(self, call_id: str, name: str, args: dict[str, Any], out: list[Output],
                     meta: dict[str, Any] | None) -> None:
