@@ -103,6 +103,7 @@ class Reporter:
         self.lost = 0  # events lost to damage
         self.damaged = False
         self.unreadable = 0
+        self.skipped = False  # bytes no record could be read from
         self._seen_ranges = {(g.from_seq, g.to_seq) for g in log.damage if isinstance(g, SeqGap)}
         for note in self._open_notes():
             self._say(note)
@@ -127,6 +128,7 @@ class Reporter:
                 i += 1
                 continue
             self.damaged = True
+            self.skipped |= not item.kept
             text = f"{'damaged' if item.kept else 'skipped damaged'} {item.describe()}"
             nxt = found[i + 1] if i + 1 < len(found) else None
             if isinstance(nxt, SeqGap) and nxt.at_offset == item.end:
@@ -163,7 +165,12 @@ class Reporter:
             self._say(f"{self.unreadable - _MAX_NOTES} more events not readable by this build")
         if not self.damaged:
             return EXIT_OK
-        lost = f"{self.lost} events lost" if self.lost else "no event lost"
+        if self.lost:
+            lost = f"{self.lost} events lost"
+        elif self.skipped:
+            lost = "what the skipped bytes held is lost"
+        else:
+            lost = "no event lost"
         print(f"cap: error: {self.path} is damaged ({lost}); everything readable was used, and "
               f"a writer refuses the file. Recover with: cap log repair {self.path} --out NEW",
               file=sys.stderr)
