@@ -77,28 +77,35 @@ def _word_tokens(text: str | None) -> int:
 
 
 def synth_json(schema: Any, depth: int = 0) -> Any:
-    """A small value that satisfies ``schema`` (JSON Schema or Gemini's OpenAPI subset)."""
+    """A small value that satisfies ``schema`` (JSON Schema or Gemini's OpenAPI subset).
+
+    The schema is the client's: any shape must give a value, never an exception.
+    """
     if not isinstance(schema, dict) or depth > 8:
         return {}
     if "const" in schema:
         return schema["const"]
-    if schema.get("enum"):
-        return schema["enum"][0]
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum:
+        return enum[0]
     for key in ("anyOf", "oneOf", "allOf"):
         if isinstance(schema.get(key), list) and schema[key]:
             return synth_json(schema[key][0], depth + 1)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
-    kind = str(kind).lower() if kind else ("object" if "properties" in schema else "")
+    kind = kind.lower() if isinstance(kind, str) else ("object" if "properties" in schema
+                                                         else "")
     if kind == "object":
         props = schema.get("properties")
-        return {k: synth_json(v, depth + 1) for k, v in (props or {}).items()}
+        if not isinstance(props, dict):
+            return {}
+        return {str(k): synth_json(v, depth + 1) for k, v in props.items()}
     if kind == "array":
         return []
     if kind in ("integer", "number"):
-        low = schema.get("minimum", 1)
-        return int(low) if kind == "integer" else float(low)
+        low = _number(schema.get("minimum"))
+        return int(low) if kind == "integer" else low
     if kind == "boolean":
         return False
     if kind == "string":
@@ -106,6 +113,17 @@ def synth_json(schema: Any, depth: int = 0) -> Any:
     if kind == "null":
         return None
     return {}
+
+
+def _number(value: Any) -> float:
+    """A usable lower bound: finite numbers only (a string, a bool or 1e400 count as absent)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 1.0
+    try:
+        number = float(value)
+    except OverflowError:
+        return 1.0
+    return number if number == number and abs(number) < 1e300 else 1.0
 
 
 def _rule_matches(rule: Rule, req: ChatRequest) -> bool:
