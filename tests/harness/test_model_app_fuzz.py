@@ -126,3 +126,35 @@ def test_known_hostile_bodies() -> None:
         status, data = trio.run(call, ModelApp(SCRIPT), PATHS[0],
                                 json.dumps({**base, **extra}).encode())
         assert status == 200, (extra, data)
+
+
+_reply = st.fixed_dictionaries({}, optional={
+    "text": st.text(max_size=30), "thinking": st.text(max_size=20),
+    "tool_calls": st.lists(st.fixed_dictionaries(
+        {"name": st.text(min_size=1, max_size=8)},
+        optional={"arguments": st.dictionaries(st.text(max_size=5), _json, max_size=3),
+                  "custom": st.booleans()}), max_size=2),
+    "json": _json, "chunk_chars": st.integers(0, 5),
+    "error": st.fixed_dictionaries({}, optional={
+        "status": st.integers(100, 599), "retry_after": st.floats(0, 100),
+        "times": st.integers(0, 2), "message": st.text(max_size=10)}),
+})
+
+
+@settings(max_examples=300, deadline=None)
+@given(_reply, st.sampled_from(PATHS[:3] + PATHS[4:6]), st.booleans(), st.booleans())
+def test_any_valid_script_reply_renders_in_every_shape(reply: dict[str, Any], path: str,
+                                                       stream: bool, tools: bool) -> None:
+    app = ModelApp(script_from_obj({"default": reply}))
+    body: dict[str, Any] = {"model": "m", "stream": stream,
+                            "messages": [{"role": "user", "content": "hi"}], "input": "hi",
+                            "contents": [{"parts": [{"text": "hi"}]}]}
+    if tools:
+        body["tools"] = [{"name": "W", "type": "function", "function": {"name": "W"},
+                          "functionDeclarations": [{"name": "W"}]}]
+    status, data = trio.run(call, app, path, json.dumps(body).encode())
+    expected = reply.get("error")
+    if expected is not None and expected.get("times", 1) > 0:
+        assert status == expected.get("status", 500)
+    else:
+        assert status == 200, data
