@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.common import median_rate, row
+from bench.common import interleaved_rates, row
 from bench.corpus import CorpusMissing, stream_json
 
 READ = 256 * 1024
@@ -134,11 +134,6 @@ def line_plan(plan: Plan) -> Plan:
     return out
 
 
-def bench_json_loads(lines: list[bytes]) -> float:
-    loads = json.loads
-    return median_rate(lambda: sum(1 for line in lines if loads(line)))
-
-
 def sdk_parser() -> Callable[[dict[str, Any]], Any] | None:
     try:
         from claude_agent_sdk._internal.message_parser import parse_message
@@ -147,48 +142,52 @@ def sdk_parser() -> Callable[[dict[str, Any]], Any] | None:
     return parse_message  # type: ignore[no-any-return]
 
 
-def bench_sdk(lines: list[bytes], parse: Callable[[dict[str, Any]], Any]) -> float:
-    def once() -> int:
-        for line in lines:
-            data = json.loads(line)
-            try:
-                parse(data)
-            except Exception:  # the SDK rejects frames it does not know; it still read them
-                pass
-        return len(lines)
-
-    return median_rate(once)
-
-
-def measure(label: str, stdout: bytes, repeat: int = 3) -> dict[str, float]:
-    """One row group: the peers and the driver on ``stdout``; returns the figures."""
+def measure(label: str, stdout: bytes, repeat: int = 5) -> dict[str, float]:
+    """One row group: the peers and the driver on ``stdout``, in turns; returns the figures."""
     lines = [line for line in stdout.splitlines() if line.strip()]
     plan = plan_reads(stdout)
     deltas = sum(1 for line in lines if line.startswith(b'{"type":"stream_event"')
                  and b'"content_block_delta"' in line[:400])
     print(f"{label}: {len(lines):,} lines ({len(stdout) / 1e6:.1f} MB, "
           f"{100 * deltas / len(lines):.0f} % content deltas), reads of {READ // 1024} KiB; "
-          f"medians of {repeat} runs; ratio = trio-cap ÷ peer")
-    loads = bench_json_loads(lines)
-    row("peer: json.loads per line", loads)
-    figures = {"json_loads": loads}
+          f"medians of {repeat} runs taken in turns, CPU time; ratio = trio-cap ÷ peer")
+    loads = json.loads
+
+    def json_loads() -> int:
+        return sum(1 for line in lines if loads(line))
+
+    contenders: dict[str, Callable[[], int]] = {"json_loads": json_loads}
     parse = sdk_parser()
+    if parse is not None:
+        def sdk() -> int:
+            for line in lines:
+                data = loads(line)
+                try:
+                    parse(data)
+                except Exception:  # the SDK rejects frames it does not know; it still read them
+                    pass
+            return len(lines)
+
+        contenders["sdk"] = sdk
+    contenders["driver"] = lambda: (drive(plan), len(lines))[1]
+    figures = interleaved_rates(contenders, repeat)
+    base = figures["json_loads"]
+    row("peer: json.loads per line", base)
     if parse is None:
         print("  peer: claude-agent-sdk not installed (pip install '.[test]')")
     else:
-        figures["sdk"] = sdk = bench_sdk(lines, parse)
-        row("peer: claude-agent-sdk json.loads + parse_message", sdk, loads, "vs json.loads")
-    events = drive(plan)
-    figures["driver"] = driver = median_rate(lambda: (drive(plan), len(lines))[1], repeat)
-    row("trio-cap driver: stdout bytes → CAP events", driver, loads, "vs json.loads")
+        row("peer: claude-agent-sdk json.loads + parse_message", figures["sdk"], base,
+            "vs json.loads")
+    row("trio-cap driver: stdout bytes → CAP events", figures["driver"], base, "vs json.loads")
     if parse is not None:
-        row("", driver, figures["sdk"], "vs claude-agent-sdk")
+        row("", figures["driver"], figures["sdk"], "vs claude-agent-sdk")
+    events = drive(plan)
     same = joined_text(drive(plan, keep=True)) == joined_text(drive(line_plan(plan), keep=True))
     print(f"  ({events:,} CAP events and turn ends from {len(lines):,} lines; "
           f"same events as one line per read: {'yes' if same else 'NO'})")
     if not same:
         raise SystemExit("the driver's events depend on how the bytes were read")
-    figures["ratio"] = driver / loads
+    figures["ratio"] = figures["driver"] / base
     return figures
 
 

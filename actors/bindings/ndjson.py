@@ -132,11 +132,11 @@ class LineFramer:
                 tail.clear()
             return out
         if tail:
-            block = bytes(tail) + data[:last]
+            block = b"".join((tail, memoryview(data)[:last]))  # one copy, not two
             tail.clear()
         else:
             block = data[:last]
-        tail += data[last + 1:]
+        tail += memoryview(data)[last + 1:]
         if len(tail) > self.max_line:
             self._skip_head = bytes(tail[:self._head_size])
             self._skipped = len(tail)

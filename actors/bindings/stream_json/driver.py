@@ -131,7 +131,8 @@ _QUIET_SYSTEM = frozenset({
 """Known ``system`` subtypes with nothing for CAP (R17): dropped, not kept raw."""
 _RISKS = frozenset({"low", "medium", "high"})
 
-_HOT = (f.StreamEventIn, f.StreamEvent, f.ContentBlockDelta, f.TextDelta, f.ThinkingDelta)
+_HOT = (f.StreamEventIn, f.StreamEvent, f.ContentBlockDelta, f.TextDelta, f.ThinkingDelta,
+        f.MessageDelta, f.MessageStop)
 """The hot loop compares types by identity, with these bound to locals."""
 _TEXT, _JSON = 1, 2
 _BlockStart, _BlockStop = f.ContentBlockStart, f.ContentBlockStop
@@ -305,7 +306,7 @@ class StreamJsonDriver:
         """
         out: list[Output] = []
         handlers = self._handlers
-        stream_event, stream_event_full, delta_t, text_t, thinking_t = _HOT
+        stream_event, stream_event_full, delta_t, text_t, thinking_t, msg_delta, msg_stop = _HOT
         run = 0  # 0: no run, _TEXT: text/thinking pieces, _JSON: tool input pieces
         run_type: type | None = None  # the delta type the run collected last (fastest check)
         run_block: StreamedBlock | None = None
@@ -317,7 +318,10 @@ class StreamJsonDriver:
             kind = type(frame)
             if kind is stream_event or kind is stream_event_full:
                 ev = frame.event  # type: ignore[union-attr]
-                if type(ev) is delta_t:
+                ev_type = type(ev)
+                if ev_type is msg_delta or ev_type is msg_stop:
+                    continue  # nothing for CAP, and no reason to end a run of text
+                if ev_type is delta_t:
                     delta = ev.delta
                     dtype = type(delta)
                     if (dtype is run_type and ev.index == run_index
