@@ -136,6 +136,7 @@ _HOT = (f.StreamEventIn, f.StreamEvent, f.ContentBlockDelta, f.TextDelta, f.Thin
 """The hot loop compares types by identity, with these bound to locals."""
 _TEXT, _JSON = 1, 2
 _BlockStart, _BlockStop = f.ContentBlockStart, f.ContentBlockStop
+_VIEWS = frozenset(f.BATCH_VIEWS.values())
 _TOOL_BLOCKS = (f.ToolUseBlock, f.ServerToolUseBlock)
 _BLOCK_TYPES = {cls: cls.__struct_config__.tag for cls in f.ContentBlock.__args__}  # type: ignore[attr-defined]
 
@@ -385,15 +386,17 @@ class StreamJsonDriver:
         def quiet(frame: Any, lines: Lines[Any], i: int, out: list[Output]) -> None:
             pass  # R17
 
-        return {
-            f.StreamEventIn: self._stream_event, f.StreamEvent: self._stream_event,
-            f.Assistant: self._assistant,
+        table: dict[type, Callable[[Any, Lines[Any], int, list[Output]], None]] = {
+            f.StreamEvent: self._stream_event, f.Assistant: self._assistant,
             f.User: self._user_frame, f.Result: self._result, f.System: self._system,
             f.ControlRequest: self._control_request, f.ControlResponse: self._control_response,
             f.ControlCancelRequest: self._cancel_request, f.RateLimitEvent: self._rate,
             f.CommandLifecycle: quiet, f.KeepAlive: quiet, BadLine: self._bad_line,
             Unknown: self._unknown,
         }
+        for full, view in f.BATCH_VIEWS.items():  # the batch decoder's narrower views
+            table[view] = table[full]
+        return table
 
     def _cancel_request(self, frame: f.ControlCancelRequest, lines: Lines[Any], i: int,
                         out: list[Output]) -> None:
@@ -729,6 +732,8 @@ def _sub_meta(parent_tool_use_id: str | None) -> dict[str, Any] | None:
 def _same_frame(line: bytes, frame: Any) -> bool:
     """Is ``line`` the line ``frame`` was decoded from (or a twin of it)?"""
     try:
+        if type(frame) in _VIEWS:  # it came from the batch decoder
+            return f.decode_frames(b"[" + line + b"]") == [frame]
         return f.decode_frame(line) == frame
     except (msgspec.DecodeError, f.UnknownFrame):
         return False

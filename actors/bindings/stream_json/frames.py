@@ -483,16 +483,50 @@ class StreamEvent(Frame, tag="stream_event"):
     parent_tool_use_id: str | None = None
 
 
+# What the driver's batch decoder (:func:`decode_frames`) reads instead of the
+# full frames: only the fields a driver uses.  Nine lines in ten of a Claude Code
+# session are stream events, and building their ``uuid`` and ``session_id``
+# strings is a quarter of decoding them; the other three skip bulky parts
+# (a tool's whole output again in ``tool_use_result``, init's lists of plugins,
+# servers and skills).  Each is the full frame minus fields, never a new field.
+
+
 class StreamEventIn(Frame, tag="stream_event"):
-    """A ``stream_event`` as :func:`decode_frames` reads it: without its two ids.
-
-    Nine lines in ten of a Claude Code session are stream events, and
-    building their ``uuid`` and ``session_id`` strings is a quarter of
-    decoding them; no reader of a driven agent's output uses either.
-    """
-
     event: AnyApiEvent
     parent_tool_use_id: str | None = None
+
+
+class UserIn(Frame, tag="user"):
+    message: UserMessage
+    parent_tool_use_id: str | None = None
+    uuid: str | None = None
+
+
+class AssistantIn(Frame, tag="assistant"):
+    message: AssistantMessage
+    parent_tool_use_id: str | None = None
+    error: str | None = None
+    is_api_error_message: bool = False
+    api_error_status: int | None = None
+    api_error_type: str | None = None
+
+
+class SystemIn(Frame, tag="system"):
+    subtype: str
+    session_id: str | None = None
+    uuid: str | None = None
+    cwd: str | None = None
+    model: str | None = None
+    permission_mode: str | None = msgspec.field(default=None, name="permissionMode")
+    claude_code_version: str | None = None
+    tools: list[str] | None = None
+    slash_commands: list[str] | None = None
+    attempt: int | None = None
+    max_retries: int | None = None
+    retry_delay_ms: float | None = None
+    error_status: int | None = None
+    error: Any = None
+    cap: Any = None
 
 
 class Result(Frame, tag="result"):
@@ -599,8 +633,11 @@ class _TypeOnly(msgspec.Struct):
 
 
 _decoder = msgspec.json.Decoder(AnyFrame)
+BATCH_VIEWS: dict[type, type] = {StreamEvent: StreamEventIn, User: UserIn,
+                                  Assistant: AssistantIn, System: SystemIn}
+"""Full frame → the view :func:`decode_frames` reads it as."""
 _array_decoder = msgspec.json.Decoder(list[Union[tuple(  # noqa: UP007 - built from AnyFrame
-    StreamEventIn if cls is StreamEvent else cls for cls in AnyFrame.__args__)]])  # type: ignore[attr-defined]
+    BATCH_VIEWS.get(cls, cls) for cls in AnyFrame.__args__)]])  # type: ignore[attr-defined]
 _type_decoder = msgspec.json.Decoder(_TypeOnly)
 encoder = msgspec.json.Encoder()
 
@@ -629,12 +666,13 @@ def decode_frame(line: bytes | str) -> AnyFrame:
         raise
 
 
-def decode_frames(array: bytes) -> list[AnyFrame | StreamEventIn]:
+def decode_frames(array: bytes) -> list[Any]:
     """Many frames from one JSON array (an NDJSON block's lines joined by the reader).
 
-    The same union as :func:`decode_frame`, except that stream events come
-    as :class:`StreamEventIn`.  Raises like :func:`decode_frame` for the
-    first bad element, without saying which: the caller goes line by line.
+    The same union as :func:`decode_frame`, except that the four frames of
+    :data:`BATCH_VIEWS` come as their narrower views.  Raises like
+    :func:`decode_frame` for the first bad element, without saying which: the
+    caller goes line by line.
     """
     return _array_decoder.decode(array)
 
