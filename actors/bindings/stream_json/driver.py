@@ -73,7 +73,6 @@ the driver never raises on agent input.
 from __future__ import annotations
 
 import enum
-from collections import deque
 from collections.abc import Callable
 from itertools import count
 from typing import Any
@@ -83,7 +82,7 @@ import msgspec
 from trio_cap.actors.bindings.base import AGENT_RISK, Output, ToAgent, TurnEnded
 from trio_cap.actors.bindings.ndjson import BadLine, Lines, Unknown
 from trio_cap.actors.bindings.stream_json import frames as f
-from trio_cap.actors.bindings.stream_json.driver_asks import ASK_TOOL, answered_input, ask_from_tool
+from trio_cap.actors.bindings.stream_json.driver_asks import ASK_TOOL, ask_from_tool
 from trio_cap.actors.bindings.stream_json.driver_blocks import (
     RAW_LIMIT,
     PendingPermission,
@@ -92,9 +91,23 @@ from trio_cap.actors.bindings.stream_json.driver_blocks import (
     result_text,
 )
 from trio_cap.actors.bindings.stream_json.driver_lines import MAX_LINE, new_reader
-from trio_cap.actors.bindings.stream_json.driver_rules import error_code, tool_scope
+from trio_cap.actors.bindings.stream_json.driver_replies import (
+    ask_line,
+    permission_line,
+    prompt_line,
+    refusal_line,
+    request_line,
+)
+from trio_cap.actors.bindings.stream_json.driver_rules import (
+    api_error,
+    cap_extension,
+    error_code,
+    result_error,
+    tool_scope,
+    usage_of,
+)
+from trio_cap.actors.bindings.stream_json.driver_turns import Turns
 from trio_cap.events.kinds import (
-    Artifact,
     AskUserAnswer,
     Cancel,
     CapError,
@@ -102,12 +115,10 @@ from trio_cap.events.kinds import (
     Event,
     PermissionRequest,
     PermissionResponse,
-    StopReason,
     TextChunk,
     Thought,
     ToolCallEnd,
     ToolCallStart,
-    Usage,
     UserInputInject,
 )
 
@@ -122,7 +133,6 @@ class DriverState(enum.Enum):
     CLOSED = "closed"
 
 
-_STOP_REASONS: frozenset[str] = frozenset({"end_turn", "max_tokens", "tool_use", "stop_sequence"})
 _QUIET_SYSTEM = frozenset({
     "status", "thinking_tokens", "session_state_changed", "permission_denied", "hook_started",
     "hook_response", "task_started", "task_progress", "task_notification", "task_updated",
@@ -174,13 +184,9 @@ class StreamJsonDriver:
         self._request_ids = count(1)
         self._init_request: str | None = None
         self._reader = new_reader(max_line)
-        self._pending_turns: deque[str] = deque()
-        self._sent: set[str] = set()
-        self._interrupting = False
+        self._turns = Turns()
         self._turn_error_reported = False
         self._last_total_cost = 0.0
-        self._last_result_key: tuple[Any, ...] | None = None
-        self._last_result_uuid: str | None = None
         self._init_key: tuple[Any, ...] | None = None
         self._blocks: dict[str, list[StreamedBlock]] = {}  # message id → streamed blocks, in order
         self._by_index: dict[tuple[str, int], StreamedBlock] = {}
@@ -194,7 +200,7 @@ class StreamJsonDriver:
     # ---- state ------------------------------------------------------------
     @property
     def turn_running(self) -> bool:
-        return bool(self._pending_turns)
+        return bool(self._turns.pending)
 
     @property
     def pending_permissions(self) -> frozenset[str]:
@@ -210,8 +216,7 @@ class StreamJsonDriver:
             raise RuntimeError(f"initialize sent twice (state {self.state.value})")
         self.state = DriverState.INITIALIZING
         self._init_request = self._request_id("init")
-        return f.encode_line(f.ControlRequest(request_id=self._init_request,
-                                              request={"subtype": "initialize", "hooks": None}))
+        return request_line(self._init_request, "initialize", hooks=None)
 
     def send(self, frame: Event) -> bytes:
         """Encode one orchestrator → agent CAP frame (``b""`` when it needs no bytes)."""
@@ -227,61 +232,22 @@ class StreamJsonDriver:
 
     def _user(self, frame: UserInputInject) -> bytes:
         uuid = self._new_uuid()
-        self._pending_turns.append(uuid)
-        self._sent.add(uuid)
-        blocks = frame.content
-        content: str | list[f.ContentBlock]
-        if all(b.type == "text" for b in blocks):
-            content = "".join(b.text for b in blocks)
-        else:
-            content = [f.TextBlock(text=b.text) for b in blocks if b.type == "text"]
-        return f.encode_line(f.Prompt(message=f.PromptMessage(content=content), uuid=uuid))
+        self._turns.prompt(uuid)
+        return prompt_line(frame, uuid)
 
     def _permission_response(self, frame: PermissionResponse) -> bytes:
         pending = self._permissions.pop(frame.req_id, None)
-        if pending is None:
-            return b""  # withdrawn by the agent, or never ours: answering would confuse it
-        result: f.PermissionResult
-        if frame.decision == "deny":
-            why = (frame.meta or {}).get("cap.message")
-            result = f.PermissionDeny(message=str(why) if why else
-                                      "The user denied this tool call (trio-cap).")
-        else:
-            updates = None
-            if frame.decision == "allow_always" and pending.suggestions:
-                # Keep "always" to this session; never write the user's settings files.
-                updates = [{**s, "destination": "session"} for s in pending.suggestions
-                           if isinstance(s, dict)]
-            # the decider may rewrite the call's input (cap.updated_input); else it runs as asked
-            updated = (frame.meta or {}).get("cap.updated_input")
-            result = f.PermissionAllow(
-                updated_input=updated if isinstance(updated, dict) else pending.input,
-                updated_permissions=updates or None)
-        return self._answer(frame.req_id, result)
+        # withdrawn by the agent, or never ours: answering would confuse it (H5)
+        return b"" if pending is None else permission_line(frame, pending)
 
     def _ask_answer(self, frame: AskUserAnswer) -> bytes:
         asked = self._asks.pop(frame.ask_id, None)
-        if asked is None:
-            return b""  # withdrawn by the agent, or never ours
-        result: f.PermissionResult
-        if frame.value is None:
-            result = f.PermissionDeny(message="The user declined to answer.")
-        else:
-            result = f.PermissionAllow(updated_input=answered_input(asked, frame.value))
-        return self._answer(frame.ask_id, result)
-
-    @staticmethod
-    def _answer(request_id: str, result: f.PermissionResult) -> bytes:
-        body = f.ResponseBody(subtype="success", request_id=request_id,
-                              response=msgspec.to_builtins(result))
-        return f.encode_line(f.ControlResponse(response=body))
+        return b"" if asked is None else ask_line(frame, asked)
 
     def _interrupt(self) -> bytes:
-        if not self._pending_turns or self._interrupting:
+        if not self._turns.interrupt():
             return b""
-        self._interrupting = True
-        return f.encode_line(f.ControlRequest(request_id=self._request_id("interrupt"),
-                                              request={"subtype": "interrupt"}))
+        return request_line(self._request_id("interrupt"), "interrupt")
 
     def close(self) -> None:
         self.state = DriverState.CLOSED
@@ -467,14 +433,8 @@ class StreamJsonDriver:
                    out: list[Output]) -> None:
         message = frame.message
         if frame.is_api_error_message or frame.error:
-            text = "".join(b.text for b in message.content if isinstance(b, f.TextBlock))
             self._turn_error_reported = True
-            code = error_code(frame.api_error_status, f"{frame.error or ''} {text}")
-            message = text or frame.error or f"API error {frame.api_error_status or ''}".strip()
-            out.append(CapError(code=code, message=message,
-                                retryable=code in ("rate_limit", "model_unavailable"),
-                                details={"status": frame.api_error_status,
-                                         "type": frame.api_error_type or frame.error}))
+            out.append(api_error(frame))
             return
         if message.model and message.model != "<synthetic>":
             self.model = message.model
@@ -524,92 +484,30 @@ class StreamJsonDriver:
                                            is_error=bool(block.is_error), meta=meta))
                 elif isinstance(block, f.TextBlock):
                     notices.append(block.text)
-        if notices and frame.uuid not in self._sent:
+        if notices and frame.uuid not in self._turns.sent:
             # Interrupt notices, local command output: the agent speaking as the system (R6).
             out.append(TextChunk(message_id=frame.uuid or "user", text="\n".join(notices),
                                  channel="system", meta=meta))
 
     # -- end of turn --
     def _result(self, frame: f.Result, lines: Lines[Any], i: int, out: list[Output]) -> None:
-        live = self._closes(frame)
+        turns = self._turns
+        stop = turns.stop_reason(frame)  # before close: it reads the interrupt
+        live = turns.close(frame)
         if not live:
             out.append(raw_event("duplicate_result", lines.raw(i)))
             return
-        for uuid in live:
-            self._pending_turns.remove(uuid)
-        self._last_result_key = _result_key(frame)
-        self._last_result_uuid = frame.uuid
-        stop: StopReason = frame.stop_reason if frame.stop_reason in _STOP_REASONS else "end_turn"  # type: ignore[assignment]
-        aborted = (frame.subtype == "error_during_execution"
-                   or (frame.terminal_reason or "").startswith("aborted"))
-        if self._interrupting and aborted:
-            stop = "cancelled"
-        elif frame.is_error or frame.subtype != "success":
-            stop = "error"
-            error = self._result_error(frame)
+        if stop == "error":
+            error = result_error(frame, self._turn_error_reported)
             if error is not None:
                 out.append(error)
-        out.append(self._usage(frame, stop))
-        if not self._pending_turns:
-            self._interrupting = False
+        model = self.model or (next(iter(frame.model_usage)) if frame.model_usage else None)
+        usage, self._last_total_cost = usage_of(frame, stop, model, self._last_total_cost)
+        out.append(usage)
+        if turns.idle():
             self._end_of_turns()
         self._turn_error_reported = False
         out.extend(TurnEnded(stop) for _ in live)
-
-    def _closes(self, frame: f.Result) -> list[str]:
-        """Which of our prompts this result ends (empty: it is a duplicate)."""
-        covered = list(frame.user_message_uuids or ())
-        if not covered and frame.user_message_uuid:
-            covered = [frame.user_message_uuid]
-        ours = [u for u in covered if u in self._sent]
-        if ours:
-            return [u for u in dict.fromkeys(ours) if u in self._pending_turns]
-        # No usable uuids (an older CLI, or an agent that ignores them): the oldest
-        # running turn — unless this is the previous result repeated.
-        if not self._pending_turns or self._repeats_last(frame):
-            return []
-        return [self._pending_turns[0]]
-
-    def _repeats_last(self, frame: f.Result) -> bool:
-        if frame.uuid is not None and frame.uuid == self._last_result_uuid:
-            return True
-        return _result_key(frame) == self._last_result_key
-
-    def _result_error(self, frame: f.Result) -> CapError | None:
-        text = (frame.result or "; ".join(frame.errors or ()) or frame.subtype
-                or "the turn failed")
-        details: dict[str, Any] = {"subtype": frame.subtype}
-        if frame.terminal_reason:
-            details["terminal_reason"] = frame.terminal_reason
-        if frame.subtype == "error_max_turns":
-            return CapError(code="max_turns", message=text, details=details)
-        if frame.subtype == "error_max_budget_usd":
-            return CapError(code="cap_budget_exceeded", message=text, details=details)
-        if self._turn_error_reported:
-            return None  # already reported (synthetic API-error text, or a cap.error frame)
-        if frame.api_error_status is not None:
-            details["status"] = frame.api_error_status
-        code = error_code(frame.api_error_status, text)
-        return CapError(code=code, message=text, details=details,
-                        retryable=code in ("rate_limit", "model_unavailable"))
-
-    def _usage(self, frame: f.Result, stop: StopReason) -> Usage:
-        usage = frame.usage
-        cost = 0.0
-        if frame.total_cost_usd is not None:
-            cost = round(max(0.0, frame.total_cost_usd - self._last_total_cost), 12)
-            self._last_total_cost = max(self._last_total_cost, frame.total_cost_usd)
-        model = self.model or (next(iter(frame.model_usage)) if frame.model_usage else None)
-        if usage is None:
-            return Usage(model_id=model, cost_usd_estimate=cost, duration_ms=frame.duration_ms,
-                         stop_reason=stop)
-        details = usage.output_tokens_details
-        return Usage(model_id=model, input_tokens=usage.input_tokens,
-                     output_tokens=usage.output_tokens,
-                     cache_read_tokens=usage.cache_read_input_tokens,
-                     cache_creation_tokens=usage.cache_creation_input_tokens,
-                     thinking_tokens=details.thinking_tokens if details else 0,  # UNSET: falsy
-                     cost_usd_estimate=cost, duration_ms=frame.duration_ms, stop_reason=stop)
 
     def _end_of_turns(self) -> None:
         """No turn runs: forget the streaming bookkeeping (it is per API message)."""
@@ -645,23 +543,15 @@ class StreamJsonDriver:
                 details={"status": status, "attempt": frame.attempt, "error": frame.error}))
         elif sub in ("cap.error", "cap.artifact"):
             try:
-                out.append(self._cap_extension(sub, frame.cap))
+                event = cap_extension(sub, frame.cap)
             except msgspec.ValidationError as exc:
                 out.append(raw_event(f"unreadable {sub}: {exc}", lines.raw(i)))
+                return
+            if type(event) is CapError:
+                self._turn_error_reported = self.turn_running  # its result repeats it
+            out.append(event)
         elif sub not in _QUIET_SYSTEM:
             out.append(raw_event("unknown_system_frame", lines.raw(i)))
-
-    def _cap_extension(self, sub: str, payload: Any) -> Event:
-        """trio-cap's own agent carries CAP events on ``system/cap.*`` (shared frames)."""
-        if sub == "cap.error":
-            body = msgspec.convert(payload, f.ErrorBody)
-            self._turn_error_reported = self.turn_running  # its result repeats it
-            code = body.code or "agent_error"
-            return CapError(code=code, message=body.message or f"the agent reported {code}",
-                            retryable=body.retryable)
-        art = msgspec.convert(payload, f.ArtifactBody)
-        return Artifact(artifact_id=art.artifact_id, mime_type=art.mime_type, name=art.name,
-                        size=art.size, uri=art.uri, content=art.content)
 
     def _control_request(self, frame: f.ControlRequest, lines: Lines[Any], i: int,
                          out: list[Output]) -> None:
@@ -676,9 +566,7 @@ class StreamJsonDriver:
         # Hooks, SDK MCP servers, anything else: trio-cap registered none of them (R14).
         subtype = decoded if isinstance(decoded, str) else decoded.__struct_config__.tag
         out.append(raw_event("unsupported_control_request", lines.raw(i)))
-        body = f.ResponseBody(subtype="error", request_id=frame.request_id,
-                              error=f"trio-cap does not serve {subtype!r} requests")
-        out.append(ToAgent(f.encode_line(f.ControlResponse(response=body))))
+        out.append(ToAgent(refusal_line(frame.request_id, subtype)))
 
     def _can_use_tool(self, req_id: str, req: f.CanUseTool, out: list[Output]) -> None:
         if req.tool_name == ASK_TOOL and (ask := ask_from_tool(req_id, req.input)) is not None:
@@ -739,6 +627,3 @@ def _same_frame(line: bytes, frame: Any) -> bool:
         return False
 
 
-def _result_key(frame: f.Result) -> tuple[Any, ...]:
-    return (frame.subtype, frame.total_cost_usd, frame.duration_ms, frame.num_turns,
-            frame.result)
