@@ -191,3 +191,9 @@ streaming_output = true
     assert "ExceptionGroup" not in output
     if mode != "missing":
         assert gone(child_pid(tmp_path / "agent"))
+
+
+async def test_an_agent_with_no_command_is_a_connect_error(tmp_path: Path) -> None:
+    with trio.fail_after(BOUND):
+        message = await open_and_fail([], tmp_path)
+    assert message == "stream-json: the manifest declares no stream-json argv"

@@ -169,7 +169,11 @@ class StreamJsonConnector:
         config = spec.config
         new_uuid = uuid_source(spec.ids or RandomIds())
         agent_session = config.session_resume_id or new_uuid()
-        argv = driver_argv(spec.argv, config, agent_session)
+        try:
+            argv = driver_argv(spec.argv, config, agent_session)
+        except ValueError as exc:  # no argv to run: this binding cannot be had
+            deliver.close()
+            raise ConnectError(f"stream-json: {exc}") from None
         timeout = self._timeout(spec)
         failure: str | None = None
         try:
