@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import importlib
 
-BENCHES = {"log": "bench.log_bench", "stream-json": "bench.stream_json_bench"}
+BENCHES = {"log": "bench.log_bench", "stream-json": "bench.stream_json_bench",
+           "frames": "bench.frames_bench"}
 
 
 def main() -> None:
