@@ -232,7 +232,7 @@ async def test_waiting_for_an_answer_ends_early_only_when_the_agent_exits(
     with trio.fail_after(BOUND):
         async with spawn_agent(argv, cwd=tmp_path, env=None, binding="t", grace=GRACE) as agent:
             begun = trio.current_time()
-            await agent.wait_for(never, 3)
+            await agent.wait_for(never, 5)
             took = trio.current_time() - begun
             assert (agent.returncode is not None) == exited
-    assert took < 2 if exited else took >= 3  # an orphan still holds the dead one's stdout
+    assert took < 4.5 if exited else took >= 5  # an orphan still holds the dead one's stdout

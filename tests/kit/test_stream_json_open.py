@@ -144,7 +144,7 @@ async def test_an_agent_dying_mid_turn_fails_the_session_even_if_its_orphan_hold
 
 
 @pytest.mark.parametrize(("mode", "expected"), [
-    ("silent", "did not answer initialize within 1 s"),
+    ("silent", "did not answer initialize within 3 s"),
     ("refuses", "stream-json initialize failed: unsupported client"),
     ("dies", "ended during the handshake: the agent exited with code 3; stderr: boom: no API"),
     ("missing", "no-such-agent"),
@@ -165,7 +165,7 @@ profiles = ["coding"]
 [startup]
 command = {json.dumps(argv)}
 ready_when = {{ pattern = "ready" }}
-init_timeout_seconds = 1
+init_timeout_seconds = 3  # room for a loaded machine to start the agent
 
 [fast_path]
 stream_json = true
