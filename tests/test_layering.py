@@ -36,7 +36,8 @@ MACHINES = (
     "actors/bindings/base.py",          # the machine contract and the shared outputs
     "actors/bindings/ndjson.py",        # the one line framer
     "actors/bindings/jsonrpc.py",       # sans-io JSON-RPC 2.0
-    "actors/bindings/*/frames.py",      # every binding's wire frames
+    "actors/bindings/*/frames.py",      # every binding's wire frames (and their helpers)
+    "actors/bindings/*/frames_*.py",
     "actors/bindings/*/machine*.py",    # every binding's machine and its helpers …
     "actors/bindings/*/driver.py",      # … named driver for the orchestrator's side
     "actors/bindings/*/driver_*.py",
@@ -205,7 +206,8 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (0, "events (and package markers)", ("events", "events.*", "actors", "actors.bindings",
                    "actors.bindings.stream_json", "actors.bindings.acp", "actors.bindings.pty",
                    "actors.bindings.a2a", "actors.session")),
-    (1, "frames", ("actors.bindings.base", "actors.bindings.*.frames")),
+    (1, "frames", ("actors.bindings.base", "actors.bindings.*.frames",
+                   "actors.bindings.*.frames_*")),
     (2, "machines", ("actors.bindings.ndjson", "actors.bindings.jsonrpc",
                      "actors.bindings.*.machine*", "actors.bindings.*.driver*",
                      "actors.bindings.*.agent_*", "actors.session.machine",
