@@ -103,10 +103,15 @@ Problem = Unknown | BadLine
 
 
 class LineFramer:
-    """Rules 1-4: bytes → blocks of complete lines (``bytes``, no final newline) or Overlong."""
+    """Rules 1-4: bytes → blocks of complete lines (``bytes``, no final newline) or Overlong.
 
-    def __init__(self, max_line: int = MAX_LINE) -> None:
+    ``wrap`` is put around every block while it is copied anyway (the reader's
+    ``[``/``]``: the one copy of a read is then already the JSON array's).
+    """
+
+    def __init__(self, max_line: int = MAX_LINE, wrap: tuple[bytes, bytes] = (b"", b"")) -> None:
         self.max_line = max_line
+        self._open, self._close = wrap
         self._head_size = min(HEAD, max_line)  # the same head however the bytes arrived
         self._tail = bytearray()
         self._skipped = 0  # > 0: in SKIP, this many bytes of an overlong line dropped
@@ -131,11 +136,8 @@ class LineFramer:
                 self._skipped = len(tail)
                 tail.clear()
             return out
-        if tail:
-            block = b"".join((tail, memoryview(data)[:last]))  # one copy, not two
-            tail.clear()
-        else:
-            block = data[:last]
+        block = b"".join((self._open, tail, memoryview(data)[:last], self._close))  # one copy
+        tail.clear()
         tail += memoryview(data)[last + 1:]
         if len(tail) > self.max_line:
             self._skip_head = bytes(tail[:self._head_size])
@@ -150,25 +152,27 @@ class LineFramer:
             out.append(Overlong(self._skip_head, self._skipped))
             self._skipped, self._skip_head = 0, b""
         elif self._tail:
-            self._emit(bytes(self._tail), out)
+            self._emit(b"".join((self._open, self._tail, self._close)), out)
             self._tail.clear()
         return out
 
     def _emit(self, block: bytes, out: list[bytes | Overlong]) -> None:
-        if len(block) <= self.max_line:
+        wrapping = len(self._open) + len(self._close)
+        if len(block) - wrapping <= self.max_line:
             out.append(block)  # no line in it can be longer than the whole
             return
         kept: list[bytes] = []
-        for line in block.split(b"\n"):
+        inner = block[len(self._open):len(block) - len(self._close)]
+        for line in inner.split(b"\n"):
             if len(line) <= self.max_line:
                 kept.append(line)
                 continue
             if kept:
-                out.append(b"\n".join(kept))
+                out.append(b"".join((self._open, b"\n".join(kept), self._close)))
                 kept = []
             out.append(Overlong(line[:self._head_size], len(line)))
         if kept:
-            out.append(b"\n".join(kept))
+            out.append(b"".join((self._open, b"\n".join(kept), self._close)))
 
 
 # ---- recovery steps ------------------------------------------------------------------
@@ -279,12 +283,13 @@ class Lines(Generic[T]):
     decoded in one call keeps the block and splits it only when asked.
     """
 
-    __slots__ = ("_block", "_raws", "items")
+    __slots__ = ("_block", "_raws", "_trim", "items")
 
     def __init__(self, items: list[T | Problem], block: bytes | None = None,
-                 raws: list[bytes] | None = None) -> None:
+                 raws: list[bytes] | None = None, trim: int = 0) -> None:
         self.items = items
-        self._block = block  # the lines not split yet (after those in _raws)
+        self._block = block  # the lines not split yet (after those in _raws) …
+        self._trim = trim  # … between this many bytes of wrapping at each end
         self._raws = raws if raws is not None else []
 
     def raw(self, index: int, near: bytes = b"",
@@ -303,6 +308,8 @@ class Lines(Generic[T]):
             found = self._near(block, index - len(raws), near, same)
             if found is not None:
                 return found
+        if self._trim and self._block is not None:
+            self._block, self._trim = self._block[self._trim:-self._trim], 0
         while index >= len(raws) and self._block is not None:
             # split only as far as asked: few lines of a read are ever wanted raw
             need = index + 1 - len(raws)
@@ -313,13 +320,15 @@ class Lines(Generic[T]):
 
     def _near(self, block: bytes, index: int, near: bytes,
               same: Callable[[bytes], bool]) -> bytes | None:
-        guess = len(block) * index // max(1, len(self.items) - len(self._raws))
-        for lo, hi in ((guess - _WINDOW, guess + _WINDOW), (0, len(block))):
-            at = block.find(near, max(0, lo), hi)
+        first, past = self._trim, len(block) - self._trim
+        guess = first + (past - first) * index // max(1, len(self.items) - len(self._raws))
+        for lo, hi in ((guess - _WINDOW, guess + _WINDOW), (first, past)):
+            at = block.find(near, max(first, lo), min(past, hi))
             if at >= 0:
-                start = block.rfind(b"\n", 0, at) + 1
-                end = block.find(b"\n", at)
-                line = block[start:end if end >= 0 else len(block)].rstrip(b"\r")
+                newline = block.rfind(b"\n", first, at)
+                start = newline + 1 if newline >= 0 else first
+                end = block.find(b"\n", at, past)
+                line = block[start:end if end >= 0 else past].rstrip(b"\r")
                 if same(line):
                     return line
         return None
@@ -337,7 +346,9 @@ class NdjsonReader(Generic[T]):
     def __init__(self, decode_line: Callable[[bytes], T | Unknown],
                  decode_block: Callable[[bytes], list[T]] | None = None, *,
                  max_line: int = MAX_LINE, recovery: Recovery | None = None) -> None:
-        self.framer = LineFramer(max_line)
+        wrap = (b"[", b"]") if decode_block is not None else (b"", b"")
+        self.framer = LineFramer(max_line, wrap)
+        self._trim = len(wrap[0])
         self.recovery: Recovery = recovery if recovery is not None else SpliceRecovery()
         self._decode_line = decode_line
         self._decode_block = decode_block
@@ -363,7 +374,7 @@ class NdjsonReader(Generic[T]):
             block = pieces[0]
             items = self._block(block)
             if items is not None:
-                return Lines(items, block=block)
+                return Lines(items, block=block, trim=self._trim)
         if not pieces and not end:
             return Lines([], raws=[])
         items_out: list[T | Problem] = []
@@ -376,11 +387,12 @@ class NdjsonReader(Generic[T]):
                 continue
             block = piece  # type: ignore[assignment]
             items = self._block(block)
+            inner = block[self._trim:len(block) - self._trim]
             if items is not None:
                 items_out += items
-                raws += [line.rstrip(b"\r") for line in block.split(b"\n")]
+                raws += [line.rstrip(b"\r") for line in inner.split(b"\n")]
                 continue
-            for line in block.split(b"\n"):
+            for line in inner.split(b"\n"):
                 if not line.strip():
                     continue
                 for item, raw in self.recovery.line(line.rstrip(b"\r"), self._try):
@@ -413,9 +425,9 @@ class NdjsonReader(Generic[T]):
         decode = self._decode_block
         if decode is None or self.recovery.holding:
             return None
-        joined = block.replace(b"\n", b",\n")
+        joined = block.replace(b"\n", b",\n")  # the framer already put the brackets around
         try:
-            items = decode(b"".join((b"[", joined, b"]")))
+            items = decode(joined)
         except (msgspec.DecodeError, ValueError, TypeError):
             return None
         if len(items) != len(joined) - len(block) + 1:  # one comma was added per newline
