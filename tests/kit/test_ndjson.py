@@ -92,6 +92,13 @@ def test_framer_rules(rule: str, reads: list[bytes], limit: int, pieces: list[An
     assert got == pieces
 
 
+def test_wrapped_blocks_carry_the_wrapping_and_overlong_lines_still_leave() -> None:
+    framer = LineFramer(10, wrap=(b"[", b"]"))
+    got = framer.feed(b"ab\n" + b"x" * 11 + b"\ncd\nef")
+    assert got == [b"[ab]", Overlong(b"x" * 10, 11), b"[cd]"]
+    assert framer.eof() == [b"[ef]"]
+
+
 def test_an_overlong_line_is_never_buffered() -> None:
     framer = LineFramer(1000)
     for _ in range(1000):
