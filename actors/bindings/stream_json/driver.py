@@ -286,8 +286,6 @@ class StreamJsonDriver:
             if kind is stream_event or kind is stream_event_full:
                 ev = frame.event  # type: ignore[union-attr]
                 ev_type = type(ev)
-                if ev_type is msg_delta or ev_type is msg_stop:
-                    continue  # nothing for CAP, and no reason to end a run of text
                 if ev_type is delta_t:
                     delta = ev.delta
                     dtype = type(delta)
@@ -317,6 +315,8 @@ class StreamJsonDriver:
                     msg = self._current_message
                     run_block = None if msg is None else self._by_index.get((msg, run_index))
                     continue
+                if ev_type is msg_delta or ev_type is msg_stop:
+                    continue  # nothing for CAP, and no reason to end a run of text
             if run:
                 self._flush(run, run_block, run_parts, run_parent, out)
                 run, run_type = 0, None
