@@ -6,10 +6,12 @@ side (driving real ``claude``) decodes what the CLI prints, with the same
 classes — so what our agent encodes is exactly what our driver decodes.
 Shapes follow ``stream-json.md`` §2–§3 (observed on the wire, CLI 2.1.332).
 
-There is one decoder for the wire (:func:`decode_frame`, and
-:func:`decode_frames` for many lines at once): the frames below carry the
-fields either reader needs (the driver's ``result`` uuids, API-error markers,
-``api_retry`` details included), so no second union exists anywhere.
+There is one union for the wire (:data:`AnyFrame`, read by :func:`decode_frame`):
+its frames carry the fields either reader needs (the driver's ``result``
+uuids, API-error markers, ``api_retry`` details included).  The driver's fast
+path, :func:`decode_frames` (a whole read at once), reads the same union with
+four frames swapped for views that leave out fields no driver uses
+(:data:`BATCH_VIEWS`, derived here, never written twice).
 
 Every Struct is ``gc=False``: frames are trees of leaves that never form
 reference cycles, and a read decodes hundreds of them at once, so keeping them
