@@ -84,7 +84,6 @@ from trio_cap.actors.bindings.ndjson import BadLine, Lines, Unknown
 from trio_cap.actors.bindings.stream_json import frames as f
 from trio_cap.actors.bindings.stream_json.driver_asks import ASK_TOOL, ask_from_tool
 from trio_cap.actors.bindings.stream_json.driver_blocks import (
-    RAW_LIMIT,
     PendingPermission,
     StreamedBlock,
     raw_event,
@@ -99,11 +98,16 @@ from trio_cap.actors.bindings.stream_json.driver_replies import (
     request_line,
 )
 from trio_cap.actors.bindings.stream_json.driver_rules import (
+    RUN_JSON,
+    RUN_TEXT,
     api_error,
     cap_extension,
+    delta_piece,
     error_code,
+    rate_limited,
     result_error,
     tool_scope,
+    unreadable,
     usage_of,
 )
 from trio_cap.actors.bindings.stream_json.driver_turns import Turns
@@ -144,23 +148,11 @@ _RISKS = frozenset({"low", "medium", "high"})
 _HOT = (f.StreamEventIn, f.StreamEvent, f.ContentBlockDelta, f.TextDelta, f.ThinkingDelta,
         f.MessageDelta, f.MessageStop)
 """The hot loop compares types by identity, with these bound to locals."""
-_TEXT, _JSON = 1, 2
+_TEXT, _JSON = RUN_TEXT, RUN_JSON
 _BlockStart, _BlockStop = f.ContentBlockStart, f.ContentBlockStop
 _VIEWS = frozenset(f.BATCH_VIEWS.values())
 _TOOL_BLOCKS = (f.ToolUseBlock, f.ServerToolUseBlock)
 _BLOCK_TYPES = {cls: cls.__struct_config__.tag for cls in f.ContentBlock.__args__}  # type: ignore[attr-defined]
-
-
-def _piece(delta: f.AnyDelta) -> tuple[str, int]:
-    """A delta's text and the run it belongs to (0: none, a signature)."""
-    kind = type(delta)
-    if kind is f.TextDelta:
-        return delta.text, _TEXT  # type: ignore[union-attr]
-    if kind is f.ThinkingDelta:
-        return delta.thinking, _TEXT  # type: ignore[union-attr]
-    if kind is f.InputJsonDelta:
-        return delta.partial_json, _JSON  # type: ignore[union-attr]
-    return "", 0
 
 
 class StreamJsonDriver:
@@ -298,7 +290,7 @@ class StreamJsonDriver:
                         else:
                             append(delta.partial_json)  # type: ignore[union-attr]
                         continue
-                    piece, want = _piece(delta)
+                    piece, want = delta_piece(delta)
                     if not want:
                         continue  # a thinking block's signature: nothing for CAP
                     parent = frame.parent_tool_use_id  # type: ignore[union-attr]
@@ -356,9 +348,11 @@ class StreamJsonDriver:
             f.StreamEvent: self._stream_event, f.Assistant: self._assistant,
             f.User: self._user_frame, f.Result: self._result, f.System: self._system,
             f.ControlRequest: self._control_request, f.ControlResponse: self._control_response,
-            f.ControlCancelRequest: self._cancel_request, f.RateLimitEvent: self._rate,
-            f.CommandLifecycle: quiet, f.KeepAlive: quiet, BadLine: self._bad_line,
-            Unknown: self._unknown,
+            f.ControlCancelRequest: self._cancel_request,
+            f.RateLimitEvent: lambda frame, lines, i, out: out.extend(rate_limited(frame)),
+            BadLine: lambda frame, lines, i, out: out.append(unreadable(frame)),
+            Unknown: lambda frame, lines, i, out: out.append(raw_event(frame.reason, frame.raw)),
+            f.CommandLifecycle: quiet, f.KeepAlive: quiet,
         }
         for full, view in f.BATCH_VIEWS.items():  # the batch decoder's narrower views
             table[view] = table[full]
@@ -369,24 +363,6 @@ class StreamJsonDriver:
         withdrawn = self._asks.pop(frame.request_id, None) is not None
         if self._permissions.pop(frame.request_id, None) is not None or withdrawn:
             out.append(raw_event("permission_withdrawn", lines.raw(i)))
-
-    @staticmethod
-    def _rate(frame: f.RateLimitEvent, lines: Lines[Any], i: int, out: list[Output]) -> None:
-        info = frame.rate_limit_info
-        if str(info.get("status", "")) == "rejected":
-            out.append(CapError(code="rate_limit", message="the agent's rate limit was hit",
-                                retryable=True, details=info))
-
-    @staticmethod
-    def _bad_line(frame: BadLine, lines: Lines[Any], i: int, out: list[Output]) -> None:
-        out.append(CapError(
-            code="parse_failed", message=f"unreadable line from the agent: {frame.reason}",
-            details={"raw": frame.raw[:RAW_LIMIT].decode("utf-8", errors="replace"),
-                     "size": frame.size or len(frame.raw)}))
-
-    @staticmethod
-    def _unknown(frame: Unknown, lines: Lines[Any], i: int, out: list[Output]) -> None:
-        out.append(raw_event(frame.reason, frame.raw))
 
     # -- text, thinking and tool calls --
     def _stream_event(self, frame: f.StreamEvent | f.StreamEventIn, lines: Lines[Any], i: int,

@@ -11,10 +11,14 @@ from typing import Any
 
 import msgspec
 
+from trio_cap.actors.bindings.ndjson import BadLine
 from trio_cap.actors.bindings.stream_json import frames as f
+from trio_cap.actors.bindings.stream_json.driver_blocks import RAW_LIMIT
 from trio_cap.events.kinds import Artifact, CapError, Event, Scope, StopReason, Usage
 
 _RETRYABLE = ("rate_limit", "model_unavailable")
+RUN_TEXT, RUN_JSON = 1, 2
+"""The two kinds of delta runs: text or thinking pieces, a tool call's input pieces."""
 
 _READ_TOOLS = frozenset({"read", "glob", "grep", "ls", "notebookread", "todowrite", "todoread"})
 _EXEC_TOOLS = frozenset({"bash", "bashoutput", "killshell", "killbash", "task"})
@@ -109,3 +113,31 @@ def cap_extension(sub: str, payload: Any) -> Event:
     art = msgspec.convert(payload, f.ArtifactBody)
     return Artifact(artifact_id=art.artifact_id, mime_type=art.mime_type, name=art.name,
                     size=art.size, uri=art.uri, content=art.content)
+
+
+def delta_piece(delta: f.AnyDelta) -> tuple[str, int]:
+    """A delta's text and the run it belongs to (0: none, a signature)."""
+    kind = type(delta)
+    if kind is f.TextDelta:
+        return delta.text, RUN_TEXT  # type: ignore[union-attr]
+    if kind is f.ThinkingDelta:
+        return delta.thinking, RUN_TEXT  # type: ignore[union-attr]
+    if kind is f.InputJsonDelta:
+        return delta.partial_json, RUN_JSON  # type: ignore[union-attr]
+    return "", 0
+
+
+def rate_limited(frame: f.RateLimitEvent) -> list[CapError]:
+    """R16: a ``rate_limit_event`` whose status is rejected; others say nothing."""
+    info = frame.rate_limit_info
+    if str(info.get("status", "")) != "rejected":
+        return []
+    return [CapError(code="rate_limit", message="the agent's rate limit was hit",
+                     retryable=True, details=info)]
+
+
+def unreadable(line: BadLine) -> CapError:
+    """R19: a line that is not JSON, overlong, or broken and never completed."""
+    return CapError(code="parse_failed", message=f"unreadable line from the agent: {line.reason}",
+                    details={"raw": line.raw[:RAW_LIMIT].decode("utf-8", errors="replace"),
+                             "size": line.size or len(line.raw)})
