@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trio_cap.actors.risk.paths import Workspace
-from trio_cap.actors.risk.shell import Judge, rate_command
+from trio_cap.actors.risk.shell import High, Judge, rate_command
 from trio_cap.events.kinds import RiskLevel
 
 RISK_ORDER: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
@@ -115,8 +115,6 @@ def _rate(tool: str, intent: Mapping[str, Any], scope: str | None,
     if write and not words:
         return Rating("high", f"{tool} names no path to write")
     judge = Judge(workspace)
-    from trio_cap.actors.risk.shell import High
-
     try:
         for word in words:
             judge.path(word, write=write, delete=name in ("delete", "remove"), what=tool)
