@@ -205,6 +205,15 @@ def test_help_explains_every_policy_headless_bypass_and_exit_codes(tmp_path):
         assert needle in text, needle
 
 
+def test_bypass_warns_at_run_time_that_nothing_is_reviewed(tmp_path):
+    result, _ = cap("run", "--permissions", "bypass", "--task", "hi", "--log", "y.caplog",
+                    cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    warning = " ".join(result.stderr.split())
+    assert "no permission requests" in warning and "high-risk protection does not apply" in (
+        warning)
+
+
 # ---- signals ------------------------------------------------------------------------------
 
 
