@@ -95,8 +95,9 @@ exit codes:
   0    the task completed
   1    the session failed (no binding could start the agent, it died, the
        turn failed or timed out), the task was refused (budget), the turn
-       was cut short (cancelled, budget crossed), or the log could not be
-       written
+       was cut short (cancelled mid-turn, e.g. by --budget-usd), or the log
+       could not be written.  A budget crossed only as the turn ended
+       exits 0 and says so
   2    bad usage or an invalid input file (nothing is created)
   70   an internal error in trio-cap (CAP_DEBUG=1 shows the traceback)
   129, 130, 143
