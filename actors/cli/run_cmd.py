@@ -118,10 +118,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                      "path, or an ad-hoc spec stream-json:CMD (acp:CMD, pty:CMD and a2a:URL "
                      "are accepted but their bindings are not in this build yet). Default: "
                      "cap-agent, trio-cap's own scripted agent")
-    run.add_argument("--binding", choices=["inproc", "stream-json", "acp", "a2a", "pty"],
-                     help="use only this binding (default: the best the agent's manifest "
-                     "declares, falling back down the list). This build speaks inproc "
-                     "(cap-agent only) and stream-json")
+    run.add_argument("--binding", metavar="B",
+                     help="use only this binding: inproc, stream-json, acp, a2a, pty, or one "
+                     "a plug-in registers (entry point group trio_cap.bindings). Default: the "
+                     "best the agent's manifest declares, falling back down the list. This "
+                     "build speaks inproc (cap-agent only) and stream-json")
     task = run.add_mutually_exclusive_group(required=True)
     task.add_argument("--task", metavar="TEXT", help="the prompt to send")
     task.add_argument("--task-file", metavar="F", help="read the prompt from a UTF-8 text file")
