@@ -44,8 +44,20 @@ def refused(path, offset: int, after_seq: int) -> LogCorrupted:
     return info.value
 
 
+_READERS: list[FileEventLog] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_readers():
+    """Readers a test keeps for its asserts are closed after it: no descriptor outlives it."""
+    yield
+    while _READERS:
+        _READERS.pop().close()
+
+
 def read_only(path):
     log = FileEventLog(path, readonly=True)
+    _READERS.append(log)
     envs = log.read()
     assert [e.seq for e in envs] == list(range(1, len(envs) + 1)), "readers show no seq gaps"
     return log, envs
@@ -298,9 +310,12 @@ def test_any_single_flipped_byte_is_refused_or_harmless_and_never_cut(tmp_path):
         else:  # only a flip the CRC does not cover (the length field) can reach here
             pytest.fail(f"flip at byte {offset} was accepted: {log.recovered}")
         reader = FileEventLog(path, readonly=True)
-        got = texts(reader.read())
-        assert len(got) >= 9 and set(got) <= set(all_texts(4))
-        assert reader.damage
+        try:
+            got = texts(reader.read())
+            assert len(got) >= 9 and set(got) <= set(all_texts(4))
+            assert reader.damage
+        finally:
+            reader.close()
 
 
 def test_a_torn_file_header_is_reported_by_a_reader_and_rewritten_by_a_writer(tmp_path):
