@@ -6,7 +6,8 @@ demo and as a deterministic test agent for anyone's orchestrator::
     write PATH: TEXT        Write tool (needs write permission); "\\n" in TEXT is a newline
     run: COMMAND            Bash tool in the cwd (needs execute permission)
     ask: QUESTION [a|b|c]   an ask, with options
-    plan: step; step        a plan
+    plan: step; step        a plan, sent again with every step completed when the
+                            prompt's other commands are done (cap.plan is full state)
     think: TEXT             a thought
     wait N                  a long turn of N seconds that a cancel interrupts
     fail: CODE              a cap.error that fails the turn
@@ -82,6 +83,13 @@ def parse_prompt(prompt: str) -> list[Step]:
             others.append(line.strip())
         else:
             steps.append(step)
+    plans = [step for step in steps if isinstance(step, PlanStep)]
+    if plans and not any(isinstance(step, Fail) for step in steps):
+        # A plan that stays "pending" after the work it names was done misleads whoever
+        # watches it; the command language has no per-step progress, so the turn's end is it.
+        done = [item if isinstance(item, str) else item.content for item in plans[-1].plan]
+        steps.append(PlanStep(plan=[PlanItem(content=item, status="completed")
+                                    for item in done]))
     quoted = " / ".join(others)
     if not steps:
         steps.append(Say(say=f'You said: "{quoted}". I am cap-agent, a scripted agent; {HELP}.'))

@@ -83,7 +83,7 @@ def test_log_show_replay_and_their_filters(tmp_path):
     assert other.stdout == ""
     replayed = cap("replay", "r.caplog", cwd=tmp_path)
     assert f"session {sid}: completed" in replayed.stdout
-    assert "plan: a (pending); b (pending)" in replayed.stdout
+    assert "plan: a (completed); b (completed)" in replayed.stdout  # the turn did its work
     partial = cap("replay", "r.caplog", "--until", "3", "--json", cwd=tmp_path)
     state = json.loads(partial.stdout)
     assert state["sessions"]["sessions"][sid]["status"] == "starting"

@@ -179,7 +179,11 @@ def test_a_hung_turn_is_cut_by_the_timeout_and_exits_1(tmp_path, flag, code, bin
 def test_the_plan_is_shown_as_it_ended(tmp_path):
     result, _ = cap("run", "--task", "plan: first; second", "--log", "p.caplog", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "plan at the end: first (pending); second (pending)" in result.stderr
+    assert "plan at the end: first (completed); second (completed)" in result.stderr
+    failed, _ = cap("run", "--task", "plan: first; second\nfail: model_unavailable",
+                    "--log", "f.caplog", cwd=tmp_path)
+    assert failed.returncode == 1, failed.stderr
+    assert "plan at the end: first (pending); second (pending)" in failed.stderr
 
 
 def test_explicit_deny_is_explained_as_chosen_and_headless_asks_get_no_answer(tmp_path):
