@@ -30,6 +30,7 @@ from trio_cap.actors.manifest import (
 )
 from trio_cap.actors.manifest.convert import manifest_data
 from trio_cap.actors.manifest.dump import dumps
+from trio_cap.actors.manifest.probe_cache import PROCESS_CACHE
 from trio_cap.actors.manifest.select import BINDINGS, offered_bindings
 
 _ORDER_TEXT = (
@@ -87,6 +88,9 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
                    help="force this binding, as `cap run --binding` would")
     p.add_argument("--no-probe", action="store_true",
                    help="do not run NAME --cap-manifest (rule 5)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="probe afresh: ignore remembered NAME --cap-manifest answers (kept per "
+                   "program path, size and mtime in $XDG_CACHE_HOME/trio-cap/probes for a day)")
     p.set_defaults(func=cmd_resolve)
 
     p = sub.add_parser(
@@ -128,9 +132,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 # resolve
 # --------------------------------------------------------------------------
 
-def _resolve(spec: str, probe: bool) -> Resolved:
+def _resolve(spec: str, probe: bool, cache: bool = True) -> Resolved:
+    remembered = PROCESS_CACHE if cache else None
     try:
-        return trio.run(lambda: resolve_agent(spec, probe=probe))
+        return trio.run(lambda: resolve_agent(spec, probe=probe, probe_cache=remembered))
     except (AdHocError, ValueError) as exc:  # a malformed spec or name
         raise UsageError(str(exc)) from None
 
@@ -173,7 +178,7 @@ def _chosen_text(plan: BindingPlan) -> str:
 
 def cmd_resolve(args: argparse.Namespace) -> int:
     try:
-        resolved = _resolve(args.spec, probe=not args.no_probe)
+        resolved = _resolve(args.spec, probe=not args.no_probe, cache=not args.no_cache)
     except ManifestNotFound as exc:
         print(f"cap: {exc.code}: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -36,6 +36,7 @@ from trio_cap.actors.manifest.probe import (
     ProbeFailed,
     probe_text,
 )
+from trio_cap.actors.manifest.probe_cache import PROCESS_CACHE, ProbeCache, probe_key
 from trio_cap.actors.manifest.select import BindingNotOffered, BindingPlan, Which, plan_bindings
 from trio_cap.actors.manifest.validate import ManifestInvalid, load_manifest, validate_data
 
@@ -183,7 +184,8 @@ def _from_probe_text(text: str, location: str) -> Manifest | None:
 
 
 async def _resolve_probe(
-    name: str, roots: SearchRoots, tried: list[Attempt], time_limit: float, max_bytes: int
+    name: str, roots: SearchRoots, tried: list[Attempt], time_limit: float, max_bytes: int,
+    cache: ProbeCache | None,
 ) -> Resolved | None:
     program = roots.which(name)
     if program is None:
@@ -193,11 +195,24 @@ async def _resolve_probe(
     env = dict(os.environ)
     if roots.path is not None:
         env["PATH"] = roots.path
-    try:
-        text = await probe_text(program, time_limit=time_limit, max_bytes=max_bytes, env=env)
-    except ProbeFailed as exc:
-        tried.append(Attempt("probe", location, exc.reason))
+    key = probe_key(program, env.get("PATH")) if cache is not None else None
+    known = cache.get(key) if cache is not None and key is not None else None
+    if known is not None and not known[0]:
+        tried.append(Attempt("probe", location, f"{known[1]} (remembered)"))
         return None
+    if known is not None:
+        text = known[1]
+    else:
+        try:
+            text = await probe_text(program, time_limit=time_limit, max_bytes=max_bytes,
+                                    env=env)
+        except ProbeFailed as exc:
+            if cache is not None and key is not None:
+                cache.put_failed(key, exc.reason)
+            tried.append(Attempt("probe", location, exc.reason))
+            return None
+        if cache is not None and key is not None:
+            cache.put_ok(key, text)
     manifest = _from_probe_text(text, location)
     if manifest is None:
         tried.append(Attempt("probe", location, "output is not a manifest"))
@@ -230,8 +245,11 @@ async def resolve_agent(
     probe: bool = True,
     probe_time_limit: float = DEFAULT_TIME_LIMIT,
     probe_max_bytes: int = DEFAULT_MAX_BYTES,
+    probe_cache: ProbeCache | None = PROCESS_CACHE,
 ) -> Resolved:
     """Resolve a name, a manifest path or an ad-hoc spec to a validated manifest.
+
+    ``probe_cache`` remembers probe answers (:mod:`probe_cache`); None probes afresh.
 
     Raises :class:`ManifestNotFound` (with every rule tried),
     :class:`ManifestInvalid` (a manifest was found but is broken), or
@@ -244,7 +262,8 @@ async def resolve_agent(
     tried: list[Attempt] = []
     hit = _resolve_before_probe(spec, roots, tried)
     if hit is None and probe:
-        hit = await _resolve_probe(spec, roots, tried, probe_time_limit, probe_max_bytes)
+        hit = await _resolve_probe(spec, roots, tried, probe_time_limit, probe_max_bytes,
+                                   probe_cache)
     elif hit is None:
         tried.append(Attempt("probe", f"{spec} {FLAG}", "skipped (probing disabled)"))
     if hit is None:
