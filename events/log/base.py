@@ -10,6 +10,7 @@ writer nothing (no per-subscriber queue to fill).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 
 import trio
@@ -31,6 +32,11 @@ class EventLog(ABC):
         self._visible_seq = 0
         self._changed = trio.Event()
         self._closed = False
+        self._stream_seqs: dict[str, list[int]] = {}
+        """Per stream, the seqs appended through this object, ascending: reading one
+        session costs what that session has, not what the whole log has."""
+        self._indexed_from = 1
+        """The first seq the index covers (a reopened file log indexes only new appends)."""
 
     # ---- writing -------------------------------------------------------
     @property
@@ -55,6 +61,11 @@ class EventLog(ABC):
         if envs:
             self._accept(envs)
             self._next_seq = seq + len(envs)
+            seqs = self._stream_seqs.get(stream)
+            if seqs is None:
+                self._stream_seqs[stream] = list(range(seq, seq + len(envs)))
+            else:
+                seqs.extend(range(seq, seq + len(envs)))
         return envs
 
     async def append(
@@ -109,10 +120,27 @@ class EventLog(ABC):
             end = min(end, start + limit - 1)
         if start > end:
             return []
+        if stream is not None and start >= self._indexed_from:
+            return self._read_stream(stream, start, end)
         envs = self._read_range(start, end)
         if stream is not None:
             envs = [e for e in envs if e.stream == stream]
         return envs
+
+    def _read_stream(self, stream: str, start: int, end: int) -> list[Envelope]:
+        """One stream's events through the index: each run of consecutive seqs is one
+        range read (one appended batch is one stream, so a run is whole records)."""
+        seqs = self._stream_seqs.get(stream, [])
+        lo, hi = bisect_left(seqs, start), bisect_right(seqs, end)
+        out: list[Envelope] = []
+        i = lo
+        while i < hi:
+            j = i
+            while j + 1 < hi and seqs[j + 1] == seqs[j] + 1:
+                j += 1
+            out.extend(self._read_range(seqs[i], seqs[j]))
+            i = j + 1
+        return out
 
     def subscribe(
         self, from_seq: int = 1, stream: str | None = None, *, batch: int = 4096

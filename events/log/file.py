@@ -205,6 +205,7 @@ class FileEventLog(EventLog):
         if self._end < len(MAGIC):
             self._end = len(MAGIC)
         self._next_seq = self._recent_base = self._visible_seq + 1
+        self._indexed_from = self._next_seq  # older events: read by scanning
         if self.damage and not self.readonly:
             self._refuse(self.damage)
         if torn is not None:

@@ -1,0 +1,84 @@
+"""Reading one stream through the per-stream index gives what a filtered scan gives.
+
+``Session.run_turn`` reads its own session's events back after every turn; with
+thousands of sessions a scan of every later event made that quadratic.  The
+index must never change an answer, and must not read other streams' records.
+"""
+
+from __future__ import annotations
+
+import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trio_cap.events.kinds import TextChunk
+from trio_cap.events.log import FileEventLog, MemoryEventLog
+
+STREAMS = ("a", "b", "c")
+batches = st.lists(st.tuples(st.sampled_from(STREAMS), st.integers(1, 4)), max_size=25)
+
+
+def _scan(log, from_seq: int, stream: str, until: int | None = None):
+    return [e for e in log.read(1, until=until) if e.seq >= from_seq and e.stream == stream]
+
+
+async def _fill(log, plan) -> None:
+    for n, (stream, size) in enumerate(plan):
+        events = [TextChunk(message_id=f"m{n}", text=f"{stream}{n}.{i}") for i in range(size)]
+        await log.append(events, stream=stream)
+
+
+def _check(log, plan) -> None:
+    last = log.last_seq
+    for stream in STREAMS:
+        for from_seq in range(1, last + 2):
+            assert log.read(from_seq, stream) == _scan(log, from_seq, stream)
+        assert log.read(1, stream, until=last // 2) == _scan(log, 1, stream, last // 2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(plan=batches)
+def test_memory_log_stream_reads_match_a_scan(plan):
+    async def main():
+        log = MemoryEventLog()
+        await _fill(log, plan)
+        _check(log, plan)
+
+    trio.run(main)
+
+
+@settings(max_examples=25, deadline=None)
+@given(plan=batches, more=batches)
+def test_file_log_stream_reads_match_a_scan_before_and_after_reopen(tmp_path_factory, plan,
+                                                                   more):
+    path = tmp_path_factory.mktemp("idx") / "x.caplog"
+
+    async def main():
+        log = FileEventLog(path, fsync="never")
+        await _fill(log, plan)
+        _check(log, plan)
+        await log.aclose()
+        again = FileEventLog(path, fsync="never")  # old events unindexed, new ones indexed
+        await _fill(again, more)
+        _check(again, plan + more)
+        await again.aclose()
+
+    trio.run(main)
+
+
+async def test_a_stream_read_touches_only_that_streams_records():
+    log = MemoryEventLog()
+    ranges: list[tuple[int, int]] = []
+    inner = log._read_range
+
+    def counting(start: int, end: int):
+        ranges.append((start, end))
+        return inner(start, end)
+
+    log._read_range = counting  # type: ignore[method-assign]
+    for n in range(300):
+        stream = "mine" if n % 100 == 0 else f"other{n}"
+        await log.append([TextChunk(message_id="m", text="x")] * 3, stream=stream)
+    got = log.read(1, "mine")
+    assert [e.stream for e in got] == ["mine"] * 9
+    assert sum(end - start + 1 for start, end in ranges) == 9  # not the 900 in the log
