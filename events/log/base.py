@@ -186,6 +186,16 @@ class Subscription:
         log = self._log
         while True:
             changed = log._changed
+            if (self._stream is not None and self.next_seq >= log._indexed_from
+                    and self.next_seq <= log._visible_seq):
+                # one session's subscriber must not read every other session's events
+                end = log._visible_seq
+                envs = log._read_stream(self._stream, self.next_seq, end)[: self._batch]
+                self.next_seq = envs[-1].seq + 1 if envs else end + 1
+                if envs:
+                    await trio.lowlevel.checkpoint()
+                    return envs
+                continue
             if self.next_seq <= log._visible_seq:
                 envs = log._read_range(
                     self.next_seq, min(log._visible_seq, self.next_seq + self._batch - 1)

@@ -82,3 +82,49 @@ async def test_a_stream_read_touches_only_that_streams_records():
     got = log.read(1, "mine")
     assert [e.stream for e in got] == ["mine"] * 9
     assert sum(end - start + 1 for start, end in ranges) == 9  # not the 900 in the log
+
+
+async def _follow(log, stream: str, into: list, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    task_status.started()
+    async for batch in log.subscribe(1, stream, batch=3):
+        into.extend(batch)
+
+
+@settings(max_examples=25, deadline=None)
+@given(before=batches, after=batches)
+def test_a_stream_subscription_matches_a_scan_across_catch_up_and_live_tail(before, after):
+    async def main():
+        log = MemoryEventLog()
+        await _fill(log, before)  # caught up from the log ...
+        seen: dict[str, list] = {s: [] for s in STREAMS}
+        async with trio.open_nursery() as nursery:
+            for stream in STREAMS:
+                await nursery.start(_follow, log, stream, seen[stream])
+            await _fill(log, after)  # ... then followed live
+            await log.aclose()
+        for stream in STREAMS:
+            assert seen[stream] == _scan(log, 1, stream)
+
+    trio.run(main)
+
+
+async def test_a_file_log_stream_read_decodes_only_that_streams_records(tmp_path):
+    path = tmp_path / "x.caplog"
+    log = FileEventLog(path, fsync="never")
+    for n in range(300):
+        stream = "mine" if n % 100 == 0 else f"other{n}"
+        await log.append([TextChunk(message_id="m", text="x")] * 3, stream=stream)
+    log._recent.clear()  # force reads from the file, as for events long past
+    log._recent_base = log._next_seq
+    ranges: list[tuple[int, int]] = []
+    inner = log._iter_file
+
+    def counting(start: int, end: int):
+        ranges.append((start, end))
+        return inner(start, end)
+
+    log._iter_file = counting  # type: ignore[method-assign]
+    got = log.read(1, "mine")
+    assert [e.seq for e in got] == [1, 2, 3, 301, 302, 303, 601, 602, 603]
+    assert sum(end - start + 1 for start, end in ranges) == 9
+    await log.aclose()
