@@ -6,7 +6,7 @@ import argparse
 import importlib
 
 BENCHES = {"log": "bench.log_bench", "stream-json": "bench.stream_json_bench",
-           "frames": "bench.frames_bench"}
+           "frames": "bench.frames_bench", "sessions": "bench.sessions_bench"}
 
 
 def main() -> None:

@@ -1,0 +1,110 @@
+"""Sessions at scale (issue 16): N concurrent in-process sessions, one short turn each.
+
+Measured through the embedding API with the built-in agent over ``inproc``,
+resolved once (no probe per session), so the figures are the orchestrator's
+and the log's own cost.  Latency is append → subscriber delivery: the
+envelope's ``at`` comes from the system clock at append, and a subscriber on
+the whole log from seq 1 reads the same clock on delivery.  Figures are
+printed next to the issue's targets, never asserted.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+
+import trio
+
+from trio_cap import open_orchestrator
+from trio_cap.actors.orchestrator import resolve
+
+
+def rss_kb() -> int:
+    """Resident set size of this process, from /proc (0 where there is none)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _pct(sorted_ms: list[float], q: float) -> float:
+    return sorted_ms[min(len(sorted_ms) - 1, int(q * len(sorted_ms)))] if sorted_ms else 0.0
+
+
+async def measure(n: int) -> dict[str, float]:
+    """Start ``n`` sessions, run one turn in each, close them; the figures."""
+    agent = await resolve("cap-agent")
+    lat: list[float] = []
+    errors = 0
+    async with open_orchestrator() as orch:
+        async def follow() -> None:
+            async for batch in orch.log.subscribe(1):
+                now = time.time()
+                lat.extend((now - env.at) * 1000 for env in batch)
+
+        async with trio.open_nursery() as outer:
+            outer.start_soon(follow)
+            rss0 = rss_kb()
+            t0 = time.perf_counter()
+            sessions = []
+
+            async def start() -> None:
+                sessions.append(await orch.start_session(
+                    agent, "inproc", cwd=os.getcwd(), permissions="allow"))
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(n):
+                    nursery.start_soon(start)
+            started = time.perf_counter() - t0
+            rss1 = rss_kb()  # every session alive, none has run yet
+
+            async def turn(s) -> None:  # type: ignore[no-untyped-def]
+                nonlocal errors
+                result = await s.run_turn("hello")
+                if result.stop_reason is None:
+                    errors += 1
+
+            async with trio.open_nursery() as nursery:
+                for s in sessions:
+                    nursery.start_soon(turn, s)
+            async with trio.open_nursery() as nursery:
+                for s in sessions:
+                    nursery.start_soon(s.close)
+            wall = time.perf_counter() - t0
+            await orch.caught_up()
+            outer.cancel_scope.cancel()
+    lat.sort()
+    return {"n": n, "wall_s": wall, "start_ms": started / n * 1000,
+            "p50_ms": _pct(lat, 0.5), "p99_ms": _pct(lat, 0.99),
+            "rss_kb": (rss1 - rss0) / n, "events": len(lat), "errors": errors}
+
+
+def _mark(ok: bool) -> str:
+    return "pass" if ok else "MISS"
+
+
+def run(quick: bool = False) -> list[dict[str, float]]:
+    """Print the figures for N = 100, 1,000 (and 10,000 unless ``quick``)."""
+    print(f"sessions — {os.cpu_count()} cores, Python {platform.python_version()}"
+          f" ({platform.python_implementation()})")
+    rows = [trio.run(measure, n) for n in ([100, 1000] if quick else [100, 1000, 10_000])]
+    targets = {1000: 20.0, 10_000: 100.0}
+    for r in rows:
+        n = int(r["n"])
+        p99 = f"p99 {r['p99_ms']:8.2f} ms"
+        if n in targets:
+            p99 += f" (target < {targets[n]:.0f}: {_mark(r['p99_ms'] < targets[n])})"
+        print(f"  N={n:>6,}  wall {r['wall_s']:7.2f} s  start {r['start_ms']:6.3f} ms/session"
+              f"  p50 {r['p50_ms']:8.2f} ms  {p99}  RSS {r['rss_kb']:5.1f} KB/session"
+              f" (target < 40: {_mark(r['rss_kb'] < 40)})  events {int(r['events']):,}"
+              f"  errors {int(r['errors'])}")
+    first, last = rows[0]["start_ms"], rows[-1]["start_ms"]
+    flat = abs(last - first) / first * 100 if first else 0.0
+    print(f"  start cost {int(rows[0]['n']):,} → {int(rows[-1]['n']):,}: {flat:+.0f} %"
+          f" (target within 20 %: {_mark(flat <= 20)})")
+    return rows
