@@ -165,18 +165,22 @@ async def test_an_agent_that_ignores_the_cancel_is_cut_off_after_the_grace(
 class _NeverConnects:
     binding = "inproc"
 
+    def __init__(self) -> None:
+        self.connecting = trio.Event()
+
     @asynccontextmanager
     async def open(self, spec, deliver):
+        self.connecting.set()
         await trio.sleep_forever()  # a handshake that never completes
         yield None
 
 
 async def test_leaving_the_orchestrator_abandons_a_connect_at_once(tmp_path, autojump_clock):
     async with open_orchestrator(grace=5.0) as orch:
-        orch.connectors["inproc"] = _NeverConnects()
+        never = orch.connectors["inproc"] = _NeverConnects()
         orch.shutdown_reason = "the owner left"
         session = await orch.start_session(cwd=tmp_path)
-        await trio.sleep(1)
+        await never.connecting.wait()  # leave while the session is connecting
         left = trio.current_time()
     assert trio.current_time() - left < 1  # not the 5 s grace
     (cancelled,) = of_kind(orch.log, "session.cancelled")

@@ -22,7 +22,6 @@ import json
 import random
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -94,9 +93,9 @@ def test_kill_9_of_a_log_writer_loses_no_acknowledged_event(tmp_path, policy):
 
 
 def test_kill_9_inside_large_writes_leaves_only_a_torn_tail_that_is_cut(tmp_path):
-    """24 MB appends, killed after a random delay: the kill often lands inside ``write``
-    (the kernel stops a large write at a page when SIGKILL arrives).  The delay only
-    places the fault; nothing waits on it."""
+    """24 MB appends, killed as the writer says a random append has begun: the kill lands
+    while that append is encoded or written (the kernel stops a large write at a page
+    when SIGKILL arrives)."""
     rng = random.Random("big")
     torn = 0
     for generation in range(KILLS["big"]):
@@ -104,11 +103,18 @@ def test_kill_9_inside_large_writes_leaves_only_a_torn_tail_that_is_cut(tmp_path
         proc = subprocess.Popen([*WRITER, str(path), "never", "0", "big"], cwd=ROOT,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         proc.stdout.readline()  # opened
-        acked = [int(proc.stdout.readline())]
-        time.sleep(rng.random() * 0.05)  # fault placement, not synchronisation
+        acked = [0]
+        begun = 0
+        target = 1 + rng.randrange(3)
+        while begun < target:
+            line = proc.stdout.readline().strip()
+            if line == b"begin":
+                begun += 1
+            elif line.isdigit():
+                acked.append(int(line))
         proc.kill()
         proc.wait(timeout=20)
-        acked += [int(ln) for ln in proc.stdout.read().split()]
+        acked += [int(ln) for ln in proc.stdout.read().split() if ln.isdigit()]
         proc.stdout.close()
         reader = FileEventLog(path, readonly=True)
         torn += reader.recovered is not None

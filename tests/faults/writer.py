@@ -34,6 +34,8 @@ async def main(path: str, policy: str, seed: int, big: bool) -> None:
         first = log.last_seq + 1
         pad = "x" * (6000 if big else rng.choice([0, 20, 300]))
         events = [TextChunk(message_id="k", text=f"event {first + k} {pad}") for k in range(n)]
+        if big:
+            os.write(1, b"begin\n")  # the killer's cue: this append is under way
         last = await log.append(events, stream="w")
         if last != first + n - 1:
             raise SystemExit(f"append returned {last}, expected {first + n - 1}")

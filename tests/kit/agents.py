@@ -24,14 +24,21 @@ import sys
 from pathlib import Path
 
 TEMPLATE = r'''
-import json, os, signal, subprocess, sys, time
+import json, os, signal, subprocess, sys
 MODE = {mode!r}
 HERE = {here!r}
 if MODE == "stubborn":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def hang():
+    while True:  # until a signal it does not ignore ends it
+        signal.pause()
+
+
 with open(os.path.join(HERE, "argv.json"), "w") as f:
     json.dump(sys.argv[1:], f)
-child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+child = subprocess.Popen([sys.executable, "-c", "import signal\nwhile True: signal.pause()"])
 with open(os.path.join(HERE, "child.pid"), "w") as f:
     f.write(str(child.pid))
 print("started", flush=True) if MODE in ("stubborn", "eof") else None
@@ -44,11 +51,11 @@ if MODE == "stderr":
     sys.stderr.flush()
     os._exit(3)
 if MODE in ("stubborn", "eof"):
-    sys.stdin.read() if MODE == "eof" else time.sleep(120)
+    sys.stdin.read() if MODE == "eof" else hang()
     os._exit(0)
 request = json.loads(sys.stdin.readline())
 if MODE == "silent":
-    time.sleep(120)
+    hang()
 if MODE == "refuses":
     body = {{"subtype": "error", "request_id": request["request_id"],
              "error": "unsupported client"}}
@@ -62,7 +69,7 @@ if MODE == "crash":
     sys.stderr.flush()
     os._exit(5)
 sys.stdin.read()
-time.sleep(120) if MODE == "refuses" else None
+hang() if MODE == "refuses" else None
 '''
 
 
