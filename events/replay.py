@@ -10,12 +10,12 @@ chunk).  Placeholders a damaged log reads as (``log.lost``,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.log.base import EventLog
 from trio_cap.events.projections import State, initial_state
-from trio_cap.events.projections.state import PROJECTIONS
+from trio_cap.events.projections.state import fold
 
 
 def replay(
@@ -33,25 +33,12 @@ def replay(
     damage from it).
     """
     state = initial_state()
-    parts = [(p.handlers, getattr(state, p.name)) for p in PROJECTIONS if p.name not in skip]
     end = log.last_seq if until is None else min(until, log.last_seq)
     seq = 1
     while seq <= end:
         envs = log.read(seq, until=min(end, seq + batch - 1))
         if seen is not None:
             seen(envs)
-        _fold(state, parts, envs)
+        fold(state, envs, skip)
         seq += batch
     return state
-
-
-def _fold(state: State, parts: list, envelopes: Iterable[Envelope]) -> None:
-    last = state.last_seq
-    for env in envelopes:
-        kind = type(env.event)
-        for handlers, part in parts:
-            handler = handlers.get(kind)
-            if handler is not None:
-                handler(part, env)
-        last = env.seq
-    state.last_seq = last

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 import msgspec
 
@@ -42,9 +42,9 @@ def initial_state() -> State:
 _FIELDS = tuple(p.name for p in PROJECTIONS)
 
 
-def fold(state: State, envelopes: Iterable[Envelope]) -> State:
-    """Apply each envelope to every projection, in seq order."""
-    parts = [(p.handlers, getattr(state, p.name)) for p in PROJECTIONS]
+def fold(state: State, envelopes: Iterable[Envelope], skip: Collection[str] = ()) -> State:
+    """Apply each envelope to every projection not named in ``skip``, in seq order."""
+    parts = [(p.handlers, getattr(state, p.name)) for p in PROJECTIONS if p.name not in skip]
     last = state.last_seq
     for env in envelopes:
         kind = type(env.event)
