@@ -104,24 +104,6 @@ def drive(plan: Plan, keep: bool = False) -> list[Any] | int:
     return outputs + got if keep else n
 
 
-def joined_text(outputs: list[Any]) -> list[Any]:
-    """Outputs with consecutive text events of one message joined (driver rule R2)."""
-    import msgspec
-
-    from trio_cap.events.kinds import TextChunk, Thought
-
-    out: list[Any] = []
-    for o in outputs:
-        prev = out[-1] if out else None
-        if (type(o) in (TextChunk, Thought) and type(prev) is type(o)
-                and (prev.message_id, getattr(prev, "channel", None), prev.meta)
-                == (o.message_id, getattr(o, "channel", None), o.meta)):
-            out[-1] = msgspec.structs.replace(prev, text=prev.text + o.text)
-        else:
-            out.append(o)
-    return out
-
-
 def line_plan(plan: Plan) -> Plan:
     """The same bytes and prompts, one line per read."""
     stdout = b"".join(data for _, data in plan)
@@ -182,6 +164,8 @@ def measure(label: str, stdout: bytes, repeat: int = 5) -> dict[str, float]:
     if parse is not None:
         row("", figures["driver"], figures["sdk"], "vs claude-agent-sdk")
     events = drive(plan)
+    from trio_cap.actors.bindings.stream_json.driver_blocks import joined_text
+
     same = joined_text(drive(plan, keep=True)) == joined_text(drive(line_plan(plan), keep=True))
     print(f"  ({events:,} CAP events and turn ends from {len(lines):,} lines; "
           f"same events as one line per read: {'yes' if same else 'NO'})")

@@ -7,10 +7,9 @@ from collections.abc import Iterator
 from itertools import count
 from typing import Any
 
-import msgspec
-
 from trio_cap.actors.bindings.stream_json.driver import StreamJsonDriver
-from trio_cap.events.kinds import ContentBlock, TextChunk, Thought, UserInputInject
+from trio_cap.actors.bindings.stream_json.driver_blocks import joined_text
+from trio_cap.events.kinds import ContentBlock, UserInputInject
 
 SID = "11111111-2222-3333-4444-555555555555"
 
@@ -119,19 +118,4 @@ def can_use_tool(req_id: str, tool: str, args: dict[str, Any]) -> bytes:
                                     "destination": "localSettings"}]}})
 
 
-def merged(outputs: list[Any]) -> list[Any]:
-    """Outputs with consecutive text of one message (and channel and meta) joined.
-
-    How many ``cap.text_chunk`` / ``cap.thought`` events carry a block's text
-    depends on how the bytes were read (driver rule R2); the text does not.
-    """
-    out: list[Any] = []
-    for o in outputs:
-        prev = out[-1] if out else None
-        if (type(o) in (TextChunk, Thought) and type(prev) is type(o)
-                and (prev.message_id, getattr(prev, "channel", None), prev.meta)
-                == (o.message_id, getattr(o, "channel", None), o.meta)):
-            out[-1] = msgspec.structs.replace(prev, text=prev.text + o.text)
-        else:
-            out.append(o)
-    return out
+merged = joined_text

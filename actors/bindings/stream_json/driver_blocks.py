@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+import msgspec
 
-from trio_cap.events.kinds import AgentRaw
+from trio_cap.events.kinds import AgentRaw, TextChunk, Thought
 
 BINDING = "stream-json"
 RAW_LIMIT = 64 * 1024
@@ -84,3 +85,22 @@ def result_text(content: Any) -> str:
         if isinstance(item, dict) and item.get("type") == "text":
             parts.append(str(item.get("text", "")))
     return "".join(parts)
+
+
+def joined_text(outputs: list[Any]) -> list[Any]:
+    """Outputs with consecutive text of one message (and channel and meta) joined.
+
+    How many ``cap.text_chunk`` / ``cap.thought`` events carry a block's text
+    depends on how the bytes were read (driver rule R2); the text does not, so
+    two feeds are compared after this.
+    """
+    out: list[Any] = []
+    for o in outputs:
+        prev = out[-1] if out else None
+        if (type(o) in (TextChunk, Thought) and type(prev) is type(o)
+                and (prev.message_id, getattr(prev, "channel", None), prev.meta)
+                == (o.message_id, getattr(o, "channel", None), o.meta)):
+            out[-1] = msgspec.structs.replace(prev, text=prev.text + o.text)
+        else:
+            out.append(o)
+    return out
