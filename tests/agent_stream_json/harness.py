@@ -24,7 +24,7 @@ from trio_cap.actors.bindings.stream_json.agent_side import (
     SetModel,
 )
 from trio_cap.events.envelope import Envelope
-from trio_cap.events.kinds import Event
+from trio_cap.events.kinds import Event, PermissionRequest, ToolCallStart
 
 SID = "11111111-2222-3333-4444-555555555555"
 
@@ -102,3 +102,30 @@ class Harness:
 
     def kinds(self) -> list[str]:
         return [e.event.__struct_config__.tag for e in self.log]
+
+
+# ---- helpers the machine tests share ----------------------------------------------
+
+def control(request_id: str, **request) -> dict:
+    return {"type": "control_request", "request_id": request_id, "request": request}
+
+
+def answer(request_id: str, response: dict | None = None, *, error: str | None = None) -> dict:
+    body = {"subtype": "error", "request_id": request_id, "error": error} if error else {
+        "subtype": "success", "request_id": request_id, "response": response}
+    return {"type": "control_response", "response": body}
+
+
+def write_call(h: Harness, path: str = "a.txt", call_id: str = "call_1") -> None:
+    h.core(ToolCallStart(call_id=call_id, name="Write", input={"path": path, "content": "x\n"}),
+           PermissionRequest(req_id="perm_1", tool="Write",
+                             intent={"path": path, "content": "x\n"}, scope="write"))
+
+
+def every_frame_parses_with_the_python_sdk(h: Harness) -> None:
+    from claude_agent_sdk._internal.message_parser import parse_message
+
+    for frame in h.out:
+        if frame["type"] not in ("control_request", "control_response",
+                                 "control_cancel_request"):
+            parse_message(frame)  # raises MessageParseError on a missing required field
