@@ -45,6 +45,9 @@ DIST = "trio-cap"
 BUILTIN: dict[str, str] = {
     "inproc": "trio_cap.actors.bindings.inproc:InprocConnector",
     "stream-json": "trio_cap.actors.bindings.stream_json.connector:StreamJsonConnector",
+    "acp": "trio_cap.actors.bindings.acp.connector:AcpConnector",
+    "pty": "trio_cap.actors.bindings.pty.connector:PtyConnector",
+    "a2a": "trio_cap.actors.bindings.a2a.connector:A2aConnector",
 }
 """trio-cap's own bindings, as declared in pyproject.toml's entry points."""
 
