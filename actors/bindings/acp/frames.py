@@ -57,50 +57,50 @@ class _Wire(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False)
 
 class TextContent(_Wire, tag_field="type", tag="text"):
     text: str
-    annotations: dict[str, Any] | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    annotations: dict[str, Any] | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class ImageContent(_Wire, tag_field="type", tag="image"):
     data: str
     mime_type: str
-    uri: str | None | UnsetType = UNSET
-    annotations: dict[str, Any] | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    uri: str | UnsetType | None = UNSET
+    annotations: dict[str, Any] | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class AudioContent(_Wire, tag_field="type", tag="audio"):
     data: str
     mime_type: str
-    annotations: dict[str, Any] | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    annotations: dict[str, Any] | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class ResourceLink(_Wire, tag_field="type", tag="resource_link"):
     uri: str
     name: str
-    mime_type: str | None | UnsetType = UNSET
-    title: str | None | UnsetType = UNSET
-    description: str | None | UnsetType = UNSET
-    size: int | None | UnsetType = UNSET
-    annotations: dict[str, Any] | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    mime_type: str | UnsetType | None = UNSET
+    title: str | UnsetType | None = UNSET
+    description: str | UnsetType | None = UNSET
+    size: int | UnsetType | None = UNSET
+    annotations: dict[str, Any] | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class ResourceContents(_Wire):
     """Text (``text``) or binary (``blob``, base64) contents: the schema's two shapes in one."""
 
     uri: str
-    mime_type: str | None | UnsetType = UNSET
+    mime_type: str | UnsetType | None = UNSET
     text: str | UnsetType = UNSET
     blob: str | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class EmbeddedResource(_Wire, tag_field="type", tag="resource"):
     resource: ResourceContents
-    annotations: dict[str, Any] | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    annotations: dict[str, Any] | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 ContentBlock = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
@@ -128,19 +128,19 @@ ToolCallStatus = Literal["pending", "in_progress", "completed", "failed"]
 
 class ToolContent(_Wire, tag_field="type", tag="content"):
     content: ContentBlock
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class Diff(_Wire, tag_field="type", tag="diff"):
     path: str
     new_text: str
-    old_text: str | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    old_text: str | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class TerminalRef(_Wire, tag_field="type", tag="terminal"):
     terminal_id: str
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 ToolCallContent = ToolContent | Diff | TerminalRef
@@ -148,22 +148,22 @@ ToolCallContent = ToolContent | Diff | TerminalRef
 
 class ToolCallLocation(_Wire):
     path: str
-    line: int | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    line: int | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class ToolCallFields(_Wire):
     """A tool call as ``session/request_permission`` names it (a ToolCallUpdate)."""
 
     tool_call_id: str
-    title: str | None | UnsetType = UNSET
-    kind: ToolKind | None | UnsetType = UNSET
-    status: ToolCallStatus | None | UnsetType = UNSET
-    content: tuple[ToolCallContent, ...] | None | UnsetType = UNSET
-    locations: tuple[ToolCallLocation, ...] | None | UnsetType = UNSET
+    title: str | UnsetType | None = UNSET
+    kind: ToolKind | UnsetType | None = UNSET
+    status: ToolCallStatus | UnsetType | None = UNSET
+    content: tuple[ToolCallContent, ...] | UnsetType | None = UNSET
+    locations: tuple[ToolCallLocation, ...] | UnsetType | None = UNSET
     raw_input: Any = UNSET
     raw_output: Any = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 # ---- session updates (agent → client ``session/update``) --------------------------------
@@ -175,20 +175,20 @@ class _Update(_Wire, tag_field="sessionUpdate"):
 
 class UserMessageChunk(_Update, tag="user_message_chunk"):
     content: ContentBlock
-    message_id: str | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    message_id: str | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class AgentMessageChunk(_Update, tag="agent_message_chunk"):
     content: ContentBlock
-    message_id: str | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    message_id: str | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class AgentThoughtChunk(_Update, tag="agent_thought_chunk"):
     content: ContentBlock
-    message_id: str | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    message_id: str | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class ToolCall(_Update, tag="tool_call"):
@@ -200,33 +200,33 @@ class ToolCall(_Update, tag="tool_call"):
     locations: tuple[ToolCallLocation, ...] | UnsetType = UNSET
     raw_input: Any = UNSET
     raw_output: Any = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class ToolCallUpdate(_Update, tag="tool_call_update"):
     """Only what changed: absent or null = unchanged; ``content``/``locations`` replace."""
 
     tool_call_id: str
-    title: str | None | UnsetType = UNSET
-    kind: ToolKind | None | UnsetType = UNSET
-    status: ToolCallStatus | None | UnsetType = UNSET
-    content: tuple[ToolCallContent, ...] | None | UnsetType = UNSET
-    locations: tuple[ToolCallLocation, ...] | None | UnsetType = UNSET
+    title: str | UnsetType | None = UNSET
+    kind: ToolKind | UnsetType | None = UNSET
+    status: ToolCallStatus | UnsetType | None = UNSET
+    content: tuple[ToolCallContent, ...] | UnsetType | None = UNSET
+    locations: tuple[ToolCallLocation, ...] | UnsetType | None = UNSET
     raw_input: Any = UNSET
     raw_output: Any = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class PlanEntry(_Wire):
     content: str
     priority: Literal["high", "medium", "low"]
     status: Literal["pending", "in_progress", "completed"]
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class Plan(_Update, tag="plan"):
     entries: tuple[PlanEntry, ...]
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class CommandInput(_Wire):
@@ -236,13 +236,13 @@ class CommandInput(_Wire):
 class AvailableCommand(_Wire):
     name: str
     description: str
-    input: CommandInput | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    input: CommandInput | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class AvailableCommandsUpdate(_Update, tag="available_commands_update"):
     available_commands: tuple[AvailableCommand, ...]
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class CurrentModeUpdate(_Update, tag="current_mode_update"):
@@ -250,7 +250,7 @@ class CurrentModeUpdate(_Update, tag="current_mode_update"):
 
     current_mode_id: str | UnsetType = UNSET
     mode_id: str | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
     @property
     def mode(self) -> str | None:
@@ -265,10 +265,10 @@ class ConfigValue(_Wire):
 
     name: str
     value: str | UnsetType = UNSET
-    description: str | None | UnsetType = UNSET
+    description: str | UnsetType | None = UNSET
     group: str | UnsetType = UNSET
     options: tuple[ConfigValue, ...] | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class ConfigOption(_Wire):
@@ -277,11 +277,11 @@ class ConfigOption(_Wire):
     id: str
     name: str
     type: str = "select"
-    current_value: str | bool | None | UnsetType = UNSET
-    description: str | None | UnsetType = UNSET
-    category: str | None | UnsetType = UNSET
+    current_value: str | bool | UnsetType | None = UNSET
+    description: str | UnsetType | None = UNSET
+    category: str | UnsetType | None = UNSET
     options: tuple[ConfigValue, ...] | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
     def values(self) -> list[str]:
         """Every selectable value, groups flattened."""
@@ -298,13 +298,13 @@ class ConfigOption(_Wire):
 
 class ConfigOptionUpdate(_Update, tag="config_option_update"):
     config_options: tuple[ConfigOption, ...]
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class SessionInfoUpdate(_Update, tag="session_info_update"):
-    title: str | None | UnsetType = UNSET
-    updated_at: str | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    title: str | UnsetType | None = UNSET
+    updated_at: str | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class Cost(_Wire):
@@ -315,8 +315,8 @@ class Cost(_Wire):
 class UsageUpdate(_Update, tag="usage_update"):
     used: int
     size: int
-    cost: Cost | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    cost: Cost | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class UnstableUpdate(_Wire):
@@ -347,7 +347,7 @@ class SessionNotification(_Wire):
 
     session_id: str
     update: SessionUpdate
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class LooseNotification(_Wire):
@@ -355,7 +355,7 @@ class LooseNotification(_Wire):
 
     session_id: str
     update: UnknownUpdate | UnstableUpdate
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 # ---- initialize / authenticate -----------------------------------------------------------
@@ -364,21 +364,21 @@ class LooseNotification(_Wire):
 class Implementation(_Wire):
     name: str
     version: str
-    title: str | None | UnsetType = UNSET
+    title: str | UnsetType | None = UNSET
 
 
 class FsCapability(_Wire, omit_defaults=True):
     read_text_file: bool = False
     write_text_file: bool = False
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class ElicitationCapability(_Wire):
     """A mode counts only when its key is present and not null (``{}`` advertises nothing)."""
 
-    form: dict[str, Any] | None | UnsetType = UNSET
-    url: dict[str, Any] | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    form: dict[str, Any] | UnsetType | None = UNSET
+    url: dict[str, Any] | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class AuthCapability(_Wire, omit_defaults=True):
@@ -388,10 +388,10 @@ class AuthCapability(_Wire, omit_defaults=True):
 class ClientCapabilities(_Wire):
     fs: FsCapability | UnsetType = UNSET
     terminal: bool | UnsetType = UNSET
-    elicitation: ElicitationCapability | None | UnsetType = UNSET
-    auth: AuthCapability | None | UnsetType = UNSET
-    session: dict[str, Any] | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    elicitation: ElicitationCapability | UnsetType | None = UNSET
+    auth: AuthCapability | UnsetType | None = UNSET
+    session: dict[str, Any] | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
     def reads_files(self) -> bool:
         return isinstance(self.fs, FsCapability) and self.fs.read_text_file
@@ -413,31 +413,31 @@ class ClientCapabilities(_Wire):
 class InitializeParams(_Wire):
     protocol_version: int
     client_capabilities: ClientCapabilities | UnsetType = UNSET
-    client_info: Implementation | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    client_info: Implementation | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class PromptCapabilities(_Wire, omit_defaults=True):
     image: bool = False
     audio: bool = False
     embedded_context: bool = False
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class McpCapabilities(_Wire, omit_defaults=True):
     http: bool = False
     sse: bool = False
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class AgentCapabilities(_Wire):
     load_session: bool | UnsetType = UNSET
     prompt_capabilities: PromptCapabilities | UnsetType = UNSET
     mcp_capabilities: McpCapabilities | UnsetType = UNSET
-    session_capabilities: dict[str, Any] | None | UnsetType = UNSET
+    session_capabilities: dict[str, Any] | UnsetType | None = UNSET
     """``list``, ``resume``, ``close``, ``delete`` …: an object present = supported."""
-    auth: dict[str, Any] | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    auth: dict[str, Any] | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
     def loads_sessions(self) -> bool:
         return self.load_session is True
@@ -457,11 +457,11 @@ class AuthMethod(_Wire):
 
     id: str
     name: str
-    description: str | None | UnsetType = UNSET
+    description: str | UnsetType | None = UNSET
     type: str | UnsetType = UNSET
     args: tuple[str, ...] | UnsetType = UNSET
     env: dict[str, str] | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class InitializeResult(_Wire):
@@ -470,8 +470,8 @@ class InitializeResult(_Wire):
     protocol_version: int
     agent_capabilities: AgentCapabilities | UnsetType = UNSET
     auth_methods: tuple[AuthMethod, ...] | UnsetType = UNSET
-    agent_info: Implementation | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    agent_info: Implementation | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
     def capabilities(self) -> AgentCapabilities:
         caps = self.agent_capabilities
@@ -483,13 +483,13 @@ class InitializeResult(_Wire):
 
 class AuthenticateParams(_Wire):
     method_id: str
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class Empty(_Wire):
     """``{}``: the result of authenticate, set_mode, cancel-like calls, fs writes, kill …"""
 
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 # ---- sessions -------------------------------------------------------------------------------
@@ -498,14 +498,14 @@ class Empty(_Wire):
 class SessionMode(_Wire):
     id: str
     name: str
-    description: str | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    description: str | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class SessionModeState(_Wire):
     current_mode_id: str
     available_modes: tuple[SessionMode, ...] = ()
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class NewSessionParams(_Wire):
@@ -513,16 +513,16 @@ class NewSessionParams(_Wire):
     mcp_servers: tuple[dict[str, Any], ...] = ()
     """Always sent, possibly empty: both SDK agents refuse a session/new without it."""
     additional_directories: tuple[str, ...] | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class NewSessionResult(_Wire):
     session_id: str
-    modes: SessionModeState | None | UnsetType = UNSET
-    config_options: tuple[ConfigOption, ...] | None | UnsetType = UNSET
+    modes: SessionModeState | UnsetType | None = UNSET
+    config_options: tuple[ConfigOption, ...] | UnsetType | None = UNSET
     models: Any = UNSET
     """Removed from the schema (June 2026); older agents still send it: tolerated, unused."""
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class LoadSessionParams(_Wire):
@@ -530,27 +530,27 @@ class LoadSessionParams(_Wire):
     cwd: str
     mcp_servers: tuple[dict[str, Any], ...] = ()
     additional_directories: tuple[str, ...] | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class LoadSessionResult(_Wire):
-    modes: SessionModeState | None | UnsetType = UNSET
-    config_options: tuple[ConfigOption, ...] | None | UnsetType = UNSET
+    modes: SessionModeState | UnsetType | None = UNSET
+    config_options: tuple[ConfigOption, ...] | UnsetType | None = UNSET
     models: Any = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class SessionIdParams(_Wire):
     """``session/cancel`` and ``session/close`` (and ``session/delete``)."""
 
     session_id: str
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class PromptParams(_Wire):
     session_id: str
     prompt: tuple[ContentBlock, ...]
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
@@ -558,14 +558,14 @@ StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "
 
 class PromptResult(_Wire):
     stop_reason: str
-    usage: dict[str, Any] | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    usage: dict[str, Any] | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class SetModeParams(_Wire):
     session_id: str
     mode_id: str
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class SetConfigOptionParams(_Wire):
@@ -575,12 +575,12 @@ class SetConfigOptionParams(_Wire):
     config_id: str
     value: str | bool
     type: str | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class SetConfigOptionResult(_Wire):
     config_options: tuple[ConfigOption, ...] = ()
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class CancelRequestParams(_Wire):
@@ -598,23 +598,23 @@ class PermissionOption(_Wire):
     option_id: str
     name: str
     kind: PermissionKind
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class RequestPermissionParams(_Wire):
     session_id: str
     tool_call: ToolCallFields
     options: tuple[PermissionOption, ...]
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class Selected(_Wire, tag_field="outcome", tag="selected"):
     option_id: str
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class Cancelled(_Wire, tag_field="outcome", tag="cancelled"):
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 PermissionOutcome = Selected | Cancelled
@@ -622,7 +622,7 @@ PermissionOutcome = Selected | Cancelled
 
 class RequestPermissionResult(_Wire):
     outcome: PermissionOutcome
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class ElicitationParams(_Wire):
@@ -633,11 +633,11 @@ class ElicitationParams(_Wire):
     mode: str
     session_id: str | UnsetType = UNSET
     tool_call_id: str | UnsetType = UNSET
-    request_id: int | str | None | UnsetType = UNSET
+    request_id: int | str | UnsetType | None = UNSET
     requested_schema: dict[str, Any] | UnsetType = UNSET
     elicitation_id: str | UnsetType = UNSET
     url: str | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 ElicitationValue = str | int | float | bool | list[str]
@@ -646,33 +646,33 @@ ElicitationValue = str | int | float | bool | list[str]
 class ElicitationResult(_Wire):
     action: Literal["accept", "decline", "cancel"]
     content: dict[str, ElicitationValue] | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class ElicitationComplete(_Wire):
     elicitation_id: str
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class ReadTextFileParams(_Wire):
     session_id: str
     path: str
-    line: int | None | UnsetType = UNSET
+    line: int | UnsetType | None = UNSET
     """1-based first line."""
-    limit: int | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    limit: int | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class ReadTextFileResult(_Wire):
     content: str
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class WriteTextFileParams(_Wire):
     session_id: str
     path: str
     content: str
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class EnvVariable(_Wire):
@@ -685,14 +685,14 @@ class CreateTerminalParams(_Wire):
     command: str
     args: tuple[str, ...] = ()
     env: tuple[EnvVariable, ...] = ()
-    cwd: str | None | UnsetType = UNSET
-    output_byte_limit: int | None | UnsetType = UNSET
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    cwd: str | UnsetType | None = UNSET
+    output_byte_limit: int | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class CreateTerminalResult(_Wire):
     terminal_id: str
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class TerminalParams(_Wire):
@@ -700,7 +700,7 @@ class TerminalParams(_Wire):
 
     session_id: str
     terminal_id: str
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class TerminalExitStatus(_Wire):
@@ -708,15 +708,15 @@ class TerminalExitStatus(_Wire):
 
     exit_code: int | None = None
     signal: str | None = None
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class TerminalOutputResult(_Wire):
     output: str
     truncated: bool
-    exit_status: TerminalExitStatus | None | UnsetType = UNSET
+    exit_status: TerminalExitStatus | UnsetType | None = UNSET
     """Only once the command exited."""
-    meta: Meta | None | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 WaitForExitResult = TerminalExitStatus
@@ -825,7 +825,7 @@ class UpdateMessage(_Wire, tag_field="method", tag=SESSION_UPDATE):
 
     jsonrpc: str
     params: SessionNotification
-    id: int | str | None | UnsetType = UNSET
+    id: int | str | UnsetType | None = UNSET
 
 
 _updates = msgspec.json.Decoder(list[UpdateMessage])
