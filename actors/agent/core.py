@@ -82,6 +82,18 @@ class TurnHooks(Protocol):
         ...
 
 
+class ToolHost(Protocol):
+    """Where the brain's file and shell tools run: in this process (:class:`tools.LocalTools`)
+    or through the client driving the agent (ACP's ``fs/*`` and ``terminal/*``)."""
+
+    async def write_file(self, cwd: str, path: str, content: str) -> str: ...
+
+    async def edit_file(self, cwd: str, path: str, old: str, new: str) -> str: ...
+
+    async def run_command(self, cwd: str, command: str,
+                          seconds: float) -> tuple[int | None, str]: ...
+
+
 class _TurnFailed(Exception):
     pass
 
@@ -92,11 +104,12 @@ class _MaxTurns(Exception):
 
 class AgentCore:
     def __init__(self, brain: ScriptedBrain, emit: Emit, *, session_id: str = "cap-agent",
-                 turn_hooks: TurnHooks | None = None) -> None:
+                 turn_hooks: TurnHooks | None = None, tool_host: ToolHost | None = None) -> None:
         self.brain = brain
         self._emit = emit
         self.session_id = session_id
         self.turn_hooks = turn_hooks
+        self.tool_host: ToolHost = tool_host or tools.LocalTools()
         self.config: SessionConfig | None = None
         self._out: list[Emitted] = []
         self._turn_no = 0
@@ -273,11 +286,12 @@ class AgentCore:
                 self._out.append(Plan(entries=tuple(_entries(step.plan))))
             case Write():
                 await self._tool("Write", {"path": step.write, "content": step.content}, "write",
-                                 lambda i: tools.write_file(self.cwd, i["path"], i["content"]))
+                                 lambda i: self.tool_host.write_file(self.cwd, i["path"],
+                                                                     i["content"]))
             case Edit():
                 await self._tool("Edit", {"path": step.edit, "old": step.old, "new": step.new},
-                                 "write", lambda i: tools.edit_file(self.cwd, i["path"], i["old"],
-                                                                    i["new"]))
+                                 "write", lambda i: self.tool_host.edit_file(
+                                     self.cwd, i["path"], i["old"], i["new"]))
             case Run():
                 await self._run(step)
             case Tool():
@@ -351,13 +365,14 @@ class AgentCore:
                 return None
             if updated is not None:
                 intent = updated
+        await self._flush()  # a tool host that asks the client sees the call started first
         try:
             try:
                 result = action(intent)
+                if isinstance(result, Awaitable):
+                    result = await result
             except (KeyError, TypeError, AttributeError) as exc:  # a rewritten input gone wrong
                 raise tools.ToolError(f"invalid input for {name}: {exc!r}") from None
-            if isinstance(result, Awaitable):
-                result = await result
         except tools.ToolError as exc:
             self._out.append(ToolCallEnd(call_id=call_id, output=str(exc), is_error=True,
                                          duration_ms=_ms(started)))
@@ -378,7 +393,7 @@ class AgentCore:
             command = intent.get("command")
             if not isinstance(command, str):
                 raise tools.ToolError("invalid input for Bash: command must be text")
-            code, output = await tools.run_command(self.cwd, command, step.timeout)
+            code, output = await self.tool_host.run_command(self.cwd, command, step.timeout)
             box.append((command, code, output))
             return output
 

@@ -114,3 +114,17 @@ async def run_command(cwd: str, command: str, seconds: float) -> tuple[int | Non
     if len(output) > OUTPUT_CAP:
         output = output[:OUTPUT_CAP] + f"\n… ({len(output) - OUTPUT_CAP} more characters cut)"
     return result.returncode, output
+
+
+class LocalTools:
+    """The tools run here, in the agent's own process (the default tool host)."""
+
+    async def write_file(self, cwd: str, path: str, content: str) -> str:
+        return write_file(cwd, path, content)
+
+    async def edit_file(self, cwd: str, path: str, old: str, new: str) -> str:
+        return edit_file(cwd, path, old, new)
+
+    async def run_command(self, cwd: str, command: str,
+                          seconds: float) -> tuple[int | None, str]:
+        return await run_command(cwd, command, seconds)
