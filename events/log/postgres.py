@@ -1,0 +1,433 @@
+"""The PostgreSQL backend: one shared log for several orchestrator nodes.
+
+How it stays honest under Trio: psycopg's async API runs on asyncio, so the
+blocking driver runs in Trio worker threads (``trio.to_thread``) on a small
+pool of connections (:mod:`.postgres_conn`); a Trio task that is cancelled
+mid-append waits for its thread, so an append's outcome is always known.
+Live appends of other nodes arrive through LISTEN/NOTIFY on one listener
+thread per log, which hands the rows to the event loop with
+``trio.from_thread`` — no asyncio, no polling.
+
+The contract (the same :class:`EventLog` as the memory and file logs):
+
+* **seqs** are assigned by the database in the appending transaction
+  (``cap_append``, see :mod:`.postgres_schema`): one transaction and one
+  round trip per batch, one row per event, gap-free, commit order = seq order;
+* **append returns after commit**.  A connection lost mid-append is
+  reported (``notices``) and resolved: the writer reconnects (within
+  ``reconnect_timeout``) and looks up the batch's token — committed: the
+  append returns its seq; not committed: it is retried (the token's primary
+  key refuses a duplicate even in a race); the database still unreachable:
+  :class:`LogWriteError`, and the log takes no more appends.  A PostgreSQL
+  restart during a run is therefore either ridden out or a clean failure;
+  nothing acknowledged is lost (the server's own durability: an
+  acknowledged commit is on its WAL);
+* **reads** are synchronous, like the file log's: this process's view is a
+  contiguous prefix of the table (``last_seq``), the recent part held in
+  memory, older seqs read with one indexed range query;
+* **subscriptions** are the base class's pulled subscription, unchanged: the
+  listener (and every append, which fills any gap before it returns) extends
+  the visible prefix, so catch-up and live tail are still one read and a
+  dropped listener connection only delays events — it reconnects, LISTENs,
+  then reads the head and every row after what it had.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
+
+import psycopg
+import trio
+
+from trio_cap.events.clock import Clock
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import Event
+from trio_cap.events.log.base import EventLog, LogClosed
+from trio_cap.events.log.errors import LogWriteError
+from trio_cap.events.log.postgres_conn import (
+    Pool,
+    Unavailable,
+    connect,
+    connect_retrying,
+    connection_lost,
+    redact,
+    why,
+)
+from trio_cap.events.log.postgres_rows import Row, decode_rows, encode_events
+from trio_cap.events.log.postgres_schema import CHANNEL_PREFIX, SchemaError, check
+
+__all__ = ["PostgresEventLog", "SchemaError", "Unavailable"]
+
+_RECENT_KEEP = 65536
+_FETCH = 4096
+_RANGE = ("SELECT seq, at, stream, cause, payload FROM cap_events "
+          "WHERE seq BETWEEN %s AND %s ORDER BY seq")
+_STREAM = ("SELECT seq, at, stream, cause, payload FROM cap_events "
+           "WHERE stream = %s AND seq BETWEEN %s AND %s ORDER BY seq")
+_APPEND = "SELECT cap_append(%s, %s, %s, %s, %s, %s)"
+_HEAD = "SELECT last_seq FROM cap_head"
+
+_logger = logging.getLogger("trio_cap.log.postgres")
+
+
+class PostgresEventLog(EventLog):
+    def __init__(
+        self,
+        url: str,
+        *,
+        clock: Clock | None = None,
+        readonly: bool = False,
+        create: bool = True,
+        pool_size: int = 4,
+        connect_timeout: float = 10.0,
+        reconnect_timeout: float = 30.0,
+        notices: Callable[[str], None] | None = None,
+    ) -> None:
+        """Connect and check the schema (blocking: use :meth:`open` inside Trio).
+
+        ``create``: a writer creates the schema in a database that has none.
+        ``notices`` hears what the log rode out (a lost connection, a retry).
+        """
+        super().__init__(clock)
+        self.url = url
+        self.path = redact(url)
+        self.readonly = readonly
+        self.connect_timeout = connect_timeout
+        self.reconnect_timeout = reconnect_timeout
+        self._notices = notices or _logger.warning
+        self._read_lock = threading.Lock()
+        self._failed: str | None = None
+        self._recent: list[Envelope] = []
+        self._ahead: dict[int, Envelope] = {}
+        self._listener: _Listener | None = None
+        self.retries = 0
+        """Appends that met a lost connection and were resolved (committed or retried)."""
+        try:
+            self._reader = connect(url, connect_timeout=connect_timeout)
+        except psycopg.Error as exc:
+            raise Unavailable(f"{self.path}: cannot connect: {why(exc)}") from None
+        try:
+            check(self._reader, self.path, create=create and not readonly)
+            schema = self._reader.execute("SELECT current_schema()").fetchone()[0]
+            self.channel = CHANNEL_PREFIX + schema
+            last = self._reader.execute(_HEAD).fetchone()[0]
+        except BaseException as exc:
+            self._reader.close()
+            if isinstance(exc, psycopg.Error):
+                raise Unavailable(f"{self.path}: {why(exc)}") from None
+            raise
+        self._visible_seq = last
+        self._next_seq = self._recent_base = self._indexed_from = last + 1
+        self._pool = Pool(url, pool_size, connect_timeout)
+
+    @classmethod
+    async def open(cls, url: str, *, listen: bool = True, **options) -> PostgresEventLog:
+        """Connect in a worker thread; ``listen``: follow other writers' appends live."""
+        log = await trio.to_thread.run_sync(functools.partial(cls, url, **options))
+        if listen:
+            log.listen()
+        return log
+
+    def listen(self) -> None:
+        """Start following appends made through other connections (call inside Trio)."""
+        if self._listener is None and not self._closed:
+            self._listener = _Listener(self, trio.lowlevel.current_trio_token())
+            self._listener.start()
+
+    # ---- writing -------------------------------------------------------
+    async def append(
+        self, events: Iterable[Event], *, stream: str = "", cause: int | None = None
+    ) -> int:
+        if self._closed:
+            raise LogClosed("the event log is closed")
+        batch = list(events)
+        if not batch:
+            await trio.lowlevel.checkpoint()
+            return self._visible_seq
+        if self.readonly:
+            raise LogWriteError(f"{self.path} was opened read-only")
+        if self._failed is not None:
+            raise LogWriteError(f"{self.path}: the log takes no more appends after an earlier "
+                                f"failure ({self._failed})")
+        kinds, payloads = encode_events(batch)  # refused here: nothing was sent
+        at = self._clock.now()
+        token = uuid.uuid4()
+        try:
+            last = await trio.to_thread.run_sync(
+                self._append_sync, token, stream, cause, at, kinds, payloads)
+        except LogWriteError as exc:
+            self._failed = str(exc)
+            raise
+        first = last - len(batch) + 1
+        self._absorb([Envelope(first + i, at, stream, cause, ev) for i, ev in enumerate(batch)])
+        if self._visible_seq < last:
+            await self._fill_to(last)
+        return last
+
+    def _append_sync(self, token: uuid.UUID, stream: str, cause: int | None, at: float,
+                     kinds: list[str], payloads: list[bytes]) -> int:
+        """One batch, one transaction; a lost connection is resolved before anything else."""
+        deadline = None
+        params = (token, stream, cause, at, kinds, payloads)
+
+        def append(conn: psycopg.Connection) -> int:
+            return conn.execute(_APPEND, params).fetchone()[0]
+
+        def lookup(conn: psycopg.Connection) -> int | None:
+            row = conn.execute("SELECT last_seq FROM cap_appends WHERE token = %s",
+                               (token,)).fetchone()
+            return None if row is None else row[0]
+
+        lost = None
+        while True:
+            try:
+                if lost is not None:
+                    committed = self._pool.run(lookup, deadline=deadline)
+                    if committed is not None:
+                        self.retries += 1
+                        self._notices(f"{self.path}: the connection was lost during an append "
+                                      f"({lost}); reconnected: the batch had committed "
+                                      f"(seqs up to {committed})")
+                        return committed
+                    self.retries += 1
+                    self._notices(f"{self.path}: the connection was lost during an append "
+                                  f"({lost}); reconnected: the batch had not committed, so it "
+                                  "was sent again")
+                return self._pool.run(append, deadline=deadline)
+            except psycopg.errors.UniqueViolation:
+                lost = lost or "a retry met its own committed batch"
+                continue  # our token is there: the lookup returns its seq
+            except Unavailable as exc:
+                raise LogWriteError(
+                    f"{self.path}: the database is unreachable ({exc}); an append in flight "
+                    "may or may not have committed, and the log takes no more appends "
+                    "(reopen it to see its last seq)") from None
+            except psycopg.Error as exc:
+                if not connection_lost(exc):
+                    raise LogWriteError(f"{self.path}: append failed: {why(exc)}; nothing of "
+                                        "the batch was stored") from None
+                lost = why(exc)
+                if deadline is None:
+                    deadline = time.monotonic() + self.reconnect_timeout
+
+    def _absorb(self, envs: list[Envelope]) -> None:
+        """Extend the visible prefix with whatever of ``envs`` is new (any order, repeats ok)."""
+        nxt = self._visible_seq + 1
+        ahead = self._ahead
+        for env in envs:
+            if env.seq >= nxt:
+                ahead[env.seq] = env
+        run: list[Envelope] = []
+        while nxt in ahead:
+            run.append(ahead.pop(nxt))
+            nxt += 1
+        if not run:
+            return
+        index = self._stream_seqs
+        for env in run:
+            seqs = index.get(env.stream)
+            if seqs is None:
+                index[env.stream] = [env.seq]
+            else:
+                seqs.append(env.seq)
+        self._recent.extend(run)
+        if len(self._recent) > 2 * _RECENT_KEEP:
+            drop = len(self._recent) - _RECENT_KEEP
+            del self._recent[:drop]
+            self._recent_base += drop
+        self._next_seq = nxt
+        self._publish(nxt - 1)
+
+    async def _fill_to(self, last: int) -> None:
+        """Read other writers' rows below ``last`` so the visible prefix reaches it."""
+        while self._visible_seq < last:
+            start = self._visible_seq + 1
+            end = min(last, start + _FETCH - 1)
+            envs = await trio.to_thread.run_sync(self._fetch_pooled, start, end)
+            self._absorb(envs)
+
+    def _fetch_pooled(self, start: int, end: int) -> list[Envelope]:
+        deadline = time.monotonic() + self.reconnect_timeout
+        while True:
+            try:
+                return decode_rows(self._pool.run(
+                    lambda conn: conn.execute(_RANGE, (start, end), binary=True).fetchall(),
+                    deadline=deadline))
+            except psycopg.Error as exc:
+                if not connection_lost(exc) or time.monotonic() > deadline:
+                    raise LogWriteError(f"{self.path}: reading back committed events failed: "
+                                        f"{why(exc)}") from None
+
+    async def _store(self, envs: list[Envelope]) -> None:  # pragma: no cover - append overrides
+        raise NotImplementedError
+
+    # ---- reading -------------------------------------------------------
+    def _query(self, sql: str, params: tuple) -> list[Row]:
+        """A read on the reader connection, reconnecting once within the window."""
+        with self._read_lock:
+            try:
+                return self._reader.execute(sql, params, binary=True).fetchall()
+            except psycopg.Error as exc:
+                if not connection_lost(exc):
+                    raise Unavailable(f"{self.path}: read failed: {why(exc)}") from None
+            self._reader.close()
+            self._reader = connect_retrying(
+                self.url, connect_timeout=self.connect_timeout,
+                deadline=time.monotonic() + self.reconnect_timeout)
+            try:
+                return self._reader.execute(sql, params, binary=True).fetchall()
+            except psycopg.Error as exc:
+                raise Unavailable(f"{self.path}: read failed: {why(exc)}") from None
+
+    def _read_range(self, from_seq: int, to_seq: int) -> list[Envelope]:
+        base = self._recent_base
+        if from_seq >= base:
+            i = from_seq - base
+            return self._recent[i : i + (to_seq - from_seq + 1)]
+        out = decode_rows(self._query(_RANGE, (from_seq, min(to_seq, base - 1))))
+        if to_seq >= base:
+            out.extend(self._recent[: to_seq - base + 1])
+        return out
+
+    def read(self, from_seq: int = 1, stream: str | None = None, *, until: int | None = None,
+             limit: int | None = None) -> list[Envelope]:
+        start = max(from_seq, 1)
+        if stream is None or start >= self._indexed_from:
+            return super().read(from_seq, stream, until=until, limit=limit)
+        # one stream's events from before this process opened the log: the (stream, seq) index
+        end = self._visible_seq if until is None else min(until, self._visible_seq)
+        if limit is not None:
+            end = min(end, start + limit - 1)
+        old_end = min(end, self._indexed_from - 1)
+        out = decode_rows(self._query(_STREAM, (stream, start, old_end))) \
+            if start <= old_end else []
+        if end >= self._indexed_from:
+            out.extend(self._read_stream(stream, self._indexed_from, end))
+        return out
+
+    def head(self) -> int:
+        """The last committed seq in the database now (which may be ahead of ``last_seq``)."""
+        return self._query(_HEAD, ())[0][0]
+
+    @asynccontextmanager
+    async def exclusive(self, name: str) -> AsyncIterator[None]:
+        """Hold a database-wide advisory lock named ``name`` (one holder across all nodes),
+        with this log caught up to the head once it is held."""
+        conn = await trio.to_thread.run_sync(
+            functools.partial(connect, self.url, connect_timeout=self.connect_timeout))
+        try:
+            await trio.to_thread.run_sync(
+                conn.execute, "SELECT pg_advisory_lock(hashtext(%s))", (f"trio-cap:{name}",))
+            head = await trio.to_thread.run_sync(lambda: conn.execute(_HEAD).fetchone()[0])
+            await self._fill_to(head)
+            yield
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(conn.close)
+
+    # ---- lifecycle -----------------------------------------------------
+    async def _close_backend(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            await trio.to_thread.run_sync(listener.stop)
+        await trio.to_thread.run_sync(self._close_connections)
+
+    def _close_connections(self) -> None:
+        self._pool.close()
+        with self._read_lock:
+            self._reader.close()
+
+    def close(self) -> None:
+        """Close a read-only log without Trio (command-line readers)."""
+        if not self.readonly:
+            raise RuntimeError("a writable log is closed with aclose()")
+        if not self._closed:
+            self._closed = True
+            if self._listener is not None:
+                self._listener.stop()
+            self._close_connections()
+
+
+class _Listener:
+    """One thread: LISTEN for the log's high-water seq, read the new rows, hand them over.
+
+    After every (re)connect it LISTENs first and then reads the head, so an
+    append that committed while it was away is read, never missed.
+    """
+
+    def __init__(self, log: PostgresEventLog, token: trio.lowlevel.TrioToken) -> None:
+        self.log = log
+        self.token = token
+        self.wake = f"cap_wake.{uuid.uuid4().hex[:16]}"
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=f"cap-listen {log.path}",
+                                       daemon=True)
+        self.fetched = log._visible_seq
+        self.reconnects = 0
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if self.thread.is_alive():
+            try:  # wake it at once rather than at its next timeout
+                with connect(self.log.url, connect_timeout=2) as conn:
+                    conn.execute(f'NOTIFY "{self.wake}"')
+            except psycopg.Error:
+                pass
+            self.thread.join(timeout=5)
+
+    def _run(self) -> None:
+        log = self.log
+        pause = 0.05
+        while not self.stopping.is_set():
+            try:
+                with connect(log.url, connect_timeout=log.connect_timeout) as conn:
+                    conn.execute(f'LISTEN "{log.channel}"')
+                    conn.execute(f'LISTEN "{self.wake}"')
+                    pause = 0.05
+                    self._deliver(conn, conn.execute(_HEAD).fetchone()[0])
+                    while not self.stopping.is_set():
+                        high = 0
+                        for note in conn.notifies(timeout=1.0, stop_after=1):
+                            high = max(high, _seq(note.payload))
+                        for note in conn.notifies(timeout=0.0):  # coalesce a burst
+                            high = max(high, _seq(note.payload))
+                        if high:
+                            self._deliver(conn, high)
+            except psycopg.Error as exc:
+                if self.stopping.is_set():
+                    return
+                self.reconnects += 1
+                if self.reconnects == 1 or self.reconnects % 100 == 0:
+                    log._notices(f"{log.path}: the live subscription lost its connection "
+                                 f"({why(exc)}); reconnecting and catching up")
+                self.stopping.wait(pause)
+                pause = min(pause * 2, 1.0)
+            except (trio.RunFinishedError, trio.Cancelled):
+                return
+
+    def _deliver(self, conn: psycopg.Connection, high: int) -> None:
+        start = max(self.fetched, self.log._visible_seq) + 1
+        while start <= high and not self.stopping.is_set():
+            end = min(high, start + _FETCH - 1)
+            rows = conn.execute(_RANGE, (start, end), binary=True).fetchall()
+            envs = decode_rows(rows)
+            if envs:
+                trio.from_thread.run_sync(self.log._absorb, envs, trio_token=self.token)
+            self.fetched = end
+            start = end + 1
+
+
+def _seq(payload: str) -> int:
+    try:
+        return int(payload)
+    except ValueError:
+        return 0
