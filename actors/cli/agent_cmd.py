@@ -34,14 +34,13 @@ from trio_cap.events.log import (
 )
 from trio_cap.events.log.memory import MemoryEventLog
 
-SPEAKS = ("stream-json",)
-"""The wires ``cap agent`` speaks in this build; ACP, PTY and A2A arrive with their issues."""
+SPEAKS = ("stream-json", "pty")
+"""The wires ``cap agent`` speaks in this build; ACP and A2A arrive with their issues."""
 
 _MANIFEST_HEADER = """\
 # trio-cap's own agent, as this build of `cap agent` speaks it (`cap agent --cap-manifest`).
-# Bindings that work: inproc (x-inproc, in the orchestrator's process) and stream-json.
-# [startup] is required by CAP for the PTY binding; `cap agent --cap-speak pty` arrives
-# with the PTY issue, so until then a PTY start fails and is logged as a fallback.
+# Bindings that work: inproc (x-inproc, in the orchestrator's process), stream-json, and
+# pty: [startup].command draws a TUI on its terminal that [pty] and [parse] describe.
 """
 
 
@@ -75,7 +74,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cap-manifest", action="store_true",
                    help="print this agent's manifest (TOML) and exit")
     p.add_argument("--cap-speak", choices=SPEAKS,
-                   help="the wire to speak on stdio (this build: stream-json)")
+                   help="the wire to speak on stdio: stream-json, or pty (a TUI on the "
+                   "terminal, for PTY drivers)")
     p.add_argument("--script", metavar="F", help="script file (TOML) for the scripted brain")
     p.add_argument("--bridge", metavar="AGENT",
                    help="instead of the scripted brain, drive AGENT (manifest name, path or "
@@ -125,6 +125,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="recorded as the config's session_resume_id (no sessions are "
                         "kept between runs)")
     own = p.add_argument_group("trio-cap's flags")
+    own.add_argument("--tui-drop-enters", type=int, default=0, metavar="N",
+                     help="--cap-speak pty: ignore the first N Enters that would send a prompt "
+                     "(the text stays typed), to test a driver's submit verification")
     own.add_argument("--transcript-diff-every", type=int, default=1000, metavar="N",
                      help="send a transcript diff every N logged events (0: only at turn end)")
     own.add_argument("--transcript-diff-interval", type=float, default=2.0, metavar="S",
@@ -142,7 +145,9 @@ def agent_command(args: argparse.Namespace) -> int:
         sys.stdout.write(manifest_text())
         return 0
     if not args.cap_speak:
-        raise UsageError("cap agent: give --cap-speak stream-json (or --cap-manifest)")
+        raise UsageError("cap agent: give --cap-speak stream-json or pty (or --cap-manifest)")
+    if args.cap_speak == "pty":
+        return run_tui(args)
     options = AgentOptions(
         model=args.model, system_prompt=args.system_prompt,
         append_system_prompt=args.append_system_prompt, max_turns=args.max_turns,
@@ -160,6 +165,36 @@ def agent_command(args: argparse.Namespace) -> int:
         workspace_diff=not args.no_workspace_diff, transcript_file=args.transcript_file,
     )
     return run_agent(options)
+
+
+def run_tui(args: argparse.Namespace) -> int:
+    """``--cap-speak pty``: the scripted brain as a TUI on this process's terminal."""
+    import os
+
+    from trio_cap.actors.bindings.pty.tui_shell import NotATerminal, TuiOptions, serve_tui
+
+    if args.bridge:
+        raise UsageError("--bridge speaks stream-json only; drop --cap-speak pty")
+    if args.tui_drop_enters < 0:
+        raise UsageError("--tui-drop-enters: expected 0 or more")
+    bypass = args.dangerously_skip_permissions or args.permission_mode == "bypassPermissions"
+    options = TuiOptions(cwd=os.getcwd(), model=args.model, system_prompt=args.system_prompt,
+                         max_turns=args.max_turns,
+                         permission_mode="none" if bypass else "interactive",
+                         drop_enters=args.tui_drop_enters)
+    script = brain_script(args.script)
+    log = _open_log(args.log, args.fsync) if args.log else MemoryEventLog()
+    try:
+        return trio.run(functools.partial(serve_tui, options, log, script=script))
+    except NotATerminal as exc:
+        raise UsageError(f"--cap-speak pty: {exc}") from None
+
+
+def _open_log(path: str, fsync: str) -> FileEventLog:
+    try:
+        return FileEventLog(path, fsync=fsync)  # type: ignore[arg-type]
+    except (LogFormatError, LogCorrupted, LogLocked, IsADirectoryError, OSError) as exc:
+        raise UsageError(f"--log {path}: {exc}") from None
 
 
 def run_agent(options: AgentOptions) -> int:
