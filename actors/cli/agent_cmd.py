@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 
 import attrs
@@ -34,20 +35,22 @@ from trio_cap.events.log import (
 )
 from trio_cap.events.log.memory import MemoryEventLog
 
-SPEAKS = ("stream-json", "pty")
-"""The wires ``cap agent`` speaks in this build; ACP and A2A arrive with their issues."""
+SPEAKS = ("stream-json", "pty", "acp")
+"""The wires ``cap agent`` speaks in this build; A2A arrives with its issue."""
 
 _MANIFEST_HEADER = """\
 # trio-cap's own agent, as this build of `cap agent` speaks it (`cap agent --cap-manifest`).
 # Bindings that work: inproc (x-inproc, in the orchestrator's process), stream-json, and
-# pty: [startup].command draws a TUI on its terminal that [pty] and [parse] describe.
+# pty: [startup].command draws a TUI on its terminal that [pty] and [parse] describe;
+# and acp_stdio (Agent Client Protocol v1, as editors such as Zed drive agents).
 """
 
 
 def own_manifest() -> Manifest:
     """The bundled cap-agent manifest, narrowed to what this build really does."""
     m = load_manifest(bundled_dir() / "cap-agent.toml")
-    fast_path = attrs.evolve(m.fast_path, acp_stdio=False, a2a_serve_at=False, grpc=False,
+    fast_path = attrs.evolve(m.fast_path, a2a_serve_at=False, grpc=False,
+                             acp_stdio=("cap", "agent", "--cap-speak", "acp"),
                              stream_json=("cap", "agent", "--cap-speak", "stream-json"))
     coding = m.capabilities.coding
     if coding is not None:
@@ -74,8 +77,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cap-manifest", action="store_true",
                    help="print this agent's manifest (TOML) and exit")
     p.add_argument("--cap-speak", choices=SPEAKS,
-                   help="the wire to speak on stdio: stream-json, or pty (a TUI on the "
-                   "terminal, for PTY drivers)")
+                   help="the wire to speak on stdio: stream-json, pty (a TUI on the "
+                   "terminal, for PTY drivers) or acp (Agent Client Protocol v1, for Zed "
+                   "and other ACP clients)")
     p.add_argument("--script", metavar="F", help="script file (TOML) for the scripted brain")
     p.add_argument("--bridge", metavar="AGENT",
                    help="instead of the scripted brain, drive AGENT (manifest name, path or "
@@ -134,6 +138,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="send pending transcript events every S seconds (0: never by time)")
     own.add_argument("--no-workspace-diff", action="store_true",
                      help="no diff artifact of the files each turn changed")
+    own.add_argument("--allow-high-risk", action="store_true",
+                     help="acp: a mode or rule may allow high-risk calls without asking the "
+                     "client (default: high risk always asks)")
     own.add_argument("--transcript-file", metavar="F",
                      help="write the session's whole transcript (JSON) to F when the agent "
                      "exits; stdout gets nothing after the last result")
@@ -145,9 +152,12 @@ def agent_command(args: argparse.Namespace) -> int:
         sys.stdout.write(manifest_text())
         return 0
     if not args.cap_speak:
-        raise UsageError("cap agent: give --cap-speak stream-json or pty (or --cap-manifest)")
+        raise UsageError("cap agent: give --cap-speak stream-json, pty or acp "
+                         "(or --cap-manifest)")
     if args.cap_speak == "pty":
         return run_tui(args)
+    if args.cap_speak == "acp":
+        return run_acp_agent(args)
     options = AgentOptions(
         model=args.model, system_prompt=args.system_prompt,
         append_system_prompt=args.append_system_prompt, max_turns=args.max_turns,
@@ -229,3 +239,52 @@ def run_agent(options: AgentOptions) -> int:
         log = MemoryEventLog()
     make_core = bridge_core(options, script) if options.bridge else None
     return trio.run(functools.partial(serve, options, log, script=script, make_core=make_core))
+
+
+def run_acp_agent(args: argparse.Namespace) -> int:
+    """Serve ACP on stdio: one core per ``session/new``; with ``--bridge`` each session's
+    bridge drives its own session of AGENT, logged beside ``--log`` (one file per session)."""
+    from trio_cap.actors import __version__
+    from trio_cap.actors.bindings.acp.agent_shell import serve
+    from trio_cap.actors.bindings.acp.agent_side import MODES, AgentSettings
+    from trio_cap.actors.bridge import BridgeCore, bridge_log_path
+
+    mode = "bypassPermissions" if args.dangerously_skip_permissions else args.permission_mode
+    if mode not in MODES:
+        raise UsageError(f"--permission-mode {mode}: with --cap-speak acp, one of "
+                         f"{', '.join(MODES)}")
+    if args.binding and not args.bridge:
+        raise UsageError("--binding is only meaningful with --bridge AGENT")
+    if args.input_format != "stream-json" or args.include_partial_messages:
+        raise UsageError("--input-format and --include-partial-messages are stream-json "
+                         "flags; an ACP client sends prompts as session/prompt")
+    settings = AgentSettings(
+        mode=mode, allowed=tuple(r for v in args.allowed for r in split_rules(v)),
+        disallowed=tuple(r for v in args.disallowed for r in split_rules(v)),
+        allow_high_risk=args.allow_high_risk, model=args.model,
+        system_prompt=args.system_prompt, max_turns=args.max_turns,
+        budget_usd=args.budget_usd, agent_version=__version__, bridged=args.bridge)
+    script = brain_script(args.script)
+    log = _open_log(args.log, args.fsync)
+    make_core = None
+    if args.bridge:
+        base = bridge_log_path(args.log)
+
+        def make_core(emit, session_id):  # type: ignore[no-untyped-def]
+            path = None
+            if base is not None:
+                root, ext = os.path.splitext(base)
+                path = f"{root}.{session_id}{ext}"
+            return BridgeCore(args.bridge, emit, binding=args.binding, session_id=session_id,
+                              log=path, script=script)
+
+    return trio.run(functools.partial(serve, settings, log, script=script, make_core=make_core))
+
+
+def _open_log(path: str | None, fsync: str):  # type: ignore[no-untyped-def]
+    if not path:
+        return MemoryEventLog()
+    try:
+        return FileEventLog(path, fsync=fsync)  # type: ignore[arg-type]
+    except (LogFormatError, LogCorrupted, LogLocked, IsADirectoryError, OSError) as exc:
+        raise UsageError(f"--log {path}: {exc}") from None
