@@ -42,6 +42,7 @@ MACHINES = (
     "actors/bindings/*/driver.py",      # … named driver for the orchestrator's side
     "actors/bindings/*/driver_*.py",
     "actors/bindings/*/agent_*.py",     # … and agent_* for the agent's side
+    "actors/bindings/*/publisher*.py",  # … and publisher* for a binding's serving side (A2A)
     "actors/session/machine.py",        # the session lifecycle machine
     "actors/session/policy.py",         # permission policies as pure decisions
     "actors/risk.py",                   # risk rating (a module or, now, a package)
@@ -210,7 +211,8 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
                    "actors.bindings.*.frames_*")),
     (2, "machines", ("actors.bindings.ndjson", "actors.bindings.jsonrpc",
                      "actors.bindings.*.machine*", "actors.bindings.*.driver*",
-                     "actors.bindings.*.agent_*", "actors.session.machine",
+                     "actors.bindings.*.agent_*", "actors.bindings.*.publisher*",
+                     "actors.session.machine",
                      "actors.session.policy", "actors.session.raw_budget",
                      "actors.session.timers", "actors.risk", "actors.risk.*")),
     (3, "shells", ("actors.connection", "actors.ids", "actors.runtime",
@@ -224,7 +226,8 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (4, "session actors", ("actors.session.actor", "actors.session.resolve")),
     (5, "orchestrator", ("actors.orchestrator",)),
     (6, "brains that use the orchestrator", ("actors.bridge", "actors.brains",
-                                             "actors.brains.*")),
+                                             "actors.brains.*",
+                                             "actors.bindings.a2a.serve_*")),
     (7, "CLI and the public face", ("actors.cli", "actors.cli.*", "actors.peers.__main__",
                                     "actors.public")),
 )

@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "trio_cap.actors.cli.manifest_cmd",
     "trio_cap.actors.cli.model_cmd",
     "trio_cap.actors.cli.peers_cmd",
+    "trio_cap.actors.cli.serve_cmd",
 )
 
 
