@@ -34,6 +34,7 @@ from trio_cap.actors.bindings.base import AGENT_RISK
 from trio_cap.actors.risk import RISK_ORDER, max_risk, rate
 from trio_cap.actors.session.policy import PermissionPolicy
 from trio_cap.actors.session.raw_budget import DEFAULT_RAW_BUDGET, RawBudget
+from trio_cap.events.forms import answer_problem, is_object_form
 from trio_cap.events.kinds import (
     AskAnswered,
     AskUser,
@@ -513,6 +514,9 @@ def _answer_problem(ask: AskUser, value: Any) -> str | None:
     """Check an answer against the ask's form (the informal JSON-schema subset CAP uses)."""
     if value is None or not ask.form:
         return None
+    if is_object_form(ask.form):  # an elicitation form (ACP, MCP): every field is checked
+        problem = answer_problem(ask.form, value)
+        return f"answer to {ask.ask_id}: {problem}" if problem else None
     choices = ask.form.get("oneOf")
     allowed = [c.get("const") for c in choices if isinstance(c, dict)] if choices else None
     if allowed is None and isinstance(ask.form.get("enum"), list):

@@ -200,6 +200,8 @@ class ToolCall(_Update, tag="tool_call"):
     locations: tuple[ToolCallLocation, ...] | UnsetType = UNSET
     raw_input: Any = UNSET
     raw_output: Any = UNSET
+    name: str | UnsetType = UNSET
+    """Unstable: the tool's own name (``title`` is for people)."""
     meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 

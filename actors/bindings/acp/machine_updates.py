@@ -1,0 +1,245 @@
+"""``session/update`` → CAP events: the driver's mapping of what an ACP agent reports.
+
+Mapping, not protocol state: the only state kept is per tool call (what its
+content said so far, so a ``tool_call_update`` that *replaces* the content list
+becomes a delta of what is new) and the running session cost (ACP's
+``usage_update.cost`` is the session's total; ``cap.usage`` carries what this
+update added, which is what the session's budget gate sums).  Pure: no I/O.
+
+====================================  ===================================================
+update                                CAP event
+====================================  ===================================================
+``agent_message_chunk`` (text)        ``cap.text_chunk`` (``message_id`` = ``messageId``,
+                                      else one id per turn)
+``agent_thought_chunk``               ``cap.thought``
+``user_message_chunk``                ``cap.text_chunk`` channel ``system``,
+                                      ``_meta.acp.role`` ``user``
+a chunk that is not text              ``agent.raw`` ``content_<type>``
+``tool_call``                         ``cap.tool_call.start`` (``name`` = the unstable
+                                      ``name``, else ``kind``; ``input`` = ``rawInput``);
+                                      status/title/kind/locations/diffs under
+                                      ``_meta.acp``; already completed/failed: also
+                                      ``cap.tool_call.end``
+``tool_call_update`` not finished     ``cap.tool_call.delta`` (new text of its content;
+                                      ``_meta.acp`` as above, ``replaced`` when the text
+                                      did not extend the previous one)
+``tool_call_update`` completed/failed ``cap.tool_call.end`` (``is_error`` for failed)
+an update for a call never started    its ``cap.tool_call.start`` first
+``plan``                              ``cap.plan`` (entries numbered in order)
+``usage_update``                      ``cap.usage`` (cost = growth of ``cost.amount`` in
+                                      USD; ``used``/``size`` under ``_meta.acp``)
+modes, commands, config options,      ``agent.raw`` (``current_mode``,
+session info                          ``available_commands``, ``config_options``,
+                                      ``session_info``): recorded, nothing to act on
+unstable or unknown kinds             ``agent.raw`` ``unstable_update`` /
+                                      ``unknown_update``
+====================================  ===================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET
+
+from trio_cap.actors.bindings.acp import frames as f
+from trio_cap.events.kinds import (
+    AgentRaw,
+    Event,
+    Plan,
+    PlanEntry,
+    TextChunk,
+    Thought,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+
+BINDING = "acp"
+RAW_LIMIT = 64 * 1024
+"""Characters of an unmapped frame kept in the log (the rest is counted, not stored)."""
+
+_FINISHED = frozenset({"completed", "failed"})
+_to_builtins = msgspec.to_builtins
+
+
+def raw(reason: str, text: str) -> AgentRaw:
+    return AgentRaw(binding=BINDING, reason=reason, text=text[:RAW_LIMIT],
+                    truncated=max(0, len(text) - RAW_LIMIT))
+
+
+def raw_value(reason: str, value: Any) -> AgentRaw:
+    return raw(reason, f.encode(value).decode("utf-8", errors="replace"))
+
+
+def tool_text(content: tuple[f.ToolCallContent, ...] | Any | None) -> str:
+    """The text a tool call's content list says (diffs and terminals are in ``_meta``)."""
+    if not isinstance(content, tuple):
+        return ""
+    parts = [f.content_text(item.content) for item in content if type(item) is f.ToolContent]
+    return "\n".join(p for p in parts if p)
+
+
+def _acp_meta(update: f.ToolCall | f.ToolCallUpdate | f.ToolCallFields) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    for key in ("title", "kind", "status"):
+        value = getattr(update, key)
+        if isinstance(value, str):
+            meta[key] = value
+    if isinstance(update.locations, tuple):
+        meta["locations"] = [_to_builtins(loc) for loc in update.locations]
+    if isinstance(update.content, tuple):
+        diffs = [_to_builtins(c) for c in update.content if type(c) is f.Diff]
+        if diffs:
+            meta["diffs"] = diffs
+        terminals = [c.terminal_id for c in update.content if type(c) is f.TerminalRef]
+        if terminals:
+            meta["terminals"] = terminals
+    if update.raw_output is not UNSET:
+        meta["raw_output"] = update.raw_output
+    return meta
+
+
+class ToolCallState:
+    """What the driver knows of one tool call: enough to rate a permission for it later."""
+
+    __slots__ = ("ended", "kind", "locations", "raw_input", "text", "title")
+
+    def __init__(self, title: str, kind: str, raw_input: Any,
+                 locations: tuple[f.ToolCallLocation, ...]) -> None:
+        self.title = title
+        self.kind = kind
+        self.raw_input = raw_input
+        self.locations = locations
+        self.text = ""
+        self.ended = False
+
+
+class UpdateMapper:
+    """Folds one session's updates into CAP events (see the module table)."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, ToolCallState] = {}
+        self.cost_usd = 0.0
+        self.mode: str | None = None
+        self.config_options: tuple[f.ConfigOption, ...] = ()
+
+    def map(self, update: Any, message_id: str) -> list[Event]:
+        """One update → its events; ``message_id`` is the turn's id for chunks without one."""
+        kind = type(update)
+        if kind is f.AgentMessageChunk or kind is f.AgentThoughtChunk:
+            content = update.content
+            mid = update.message_id if isinstance(update.message_id, str) else message_id
+            if type(content) is f.TextContent:
+                event = TextChunk if kind is f.AgentMessageChunk else Thought
+                return [event(message_id=mid, text=content.text)]
+            return [self._non_text(update)]
+        if kind is f.ToolCallUpdate:
+            return self._update(update)
+        if kind is f.ToolCall:
+            return self._start(update)
+        if kind is f.Plan:
+            return [Plan(entries=tuple(
+                PlanEntry(id=str(i + 1), content=e.content, status=e.status, priority=e.priority)
+                for i, e in enumerate(update.entries)))]
+        if kind is f.UsageUpdate:
+            return [self._usage(update)]
+        if kind is f.UserMessageChunk:
+            content = update.content
+            if type(content) is f.TextContent:
+                mid = update.message_id if isinstance(update.message_id, str) else message_id
+                return [TextChunk(message_id=mid, text=content.text, channel="system",
+                                  meta={"acp": {"role": "user"}})]
+            return [self._non_text(update)]
+        if kind is f.CurrentModeUpdate:
+            self.mode = update.mode or self.mode
+            return [raw_value("current_mode", update)]
+        if kind is f.AvailableCommandsUpdate:
+            return [raw_value("available_commands", update)]
+        if kind is f.ConfigOptionUpdate:
+            self.config_options = update.config_options
+            return [raw_value("config_options", update)]
+        if kind is f.SessionInfoUpdate:
+            return [raw_value("session_info", update)]
+        if kind is f.UnstableUpdate:
+            return [raw_value("unstable_update", update.body)]
+        if kind is f.UnknownUpdate:
+            reason = "unreadable_update" if update.problem else "unknown_update"
+            return [raw_value(reason, {"update": update.body, "problem": update.problem}
+                              if update.problem else update.body)]
+        return [raw_value("unknown_update", update)]
+
+    def _non_text(self, update: Any) -> AgentRaw:
+        block = update.content
+        tag = block.__struct_config__.tag
+        return raw_value(f"content_{tag}", update)
+
+    def _start(self, call: f.ToolCall) -> list[Event]:
+        kind = call.kind if isinstance(call.kind, str) else "other"
+        raw_input = call.raw_input if call.raw_input is not UNSET else None
+        locations = call.locations if isinstance(call.locations, tuple) else ()
+        state = ToolCallState(call.title, kind, raw_input, locations)
+        self.calls[call.tool_call_id] = state
+        out: list[Event] = [ToolCallStart(
+            call_id=call.tool_call_id, name=call.name if isinstance(call.name, str) else kind,
+            input=raw_input if isinstance(raw_input, dict) else {}, meta={"acp": _acp_meta(call)})]
+        text = tool_text(call.content)
+        if call.status in _FINISHED:
+            state.ended = True
+            state.text = text
+            out.append(ToolCallEnd(call_id=call.tool_call_id, output=text,
+                                   is_error=call.status == "failed"))
+        elif text:
+            state.text = text
+            out.append(ToolCallDelta(call_id=call.tool_call_id, output_chunk=text))
+        return out
+
+    def _update(self, update: f.ToolCallUpdate) -> list[Event]:
+        call_id = update.tool_call_id
+        out: list[Event] = []
+        state = self.calls.get(call_id)
+        if state is None:  # an update for a call we never saw start: start it now
+            title = update.title if isinstance(update.title, str) else ""
+            out += self._start(f.ToolCall(
+                tool_call_id=call_id, title=title,
+                kind=update.kind if isinstance(update.kind, str) else UNSET,
+                raw_input=update.raw_input,
+                locations=update.locations if isinstance(update.locations, tuple) else UNSET))
+            state = self.calls[call_id]
+        if isinstance(update.title, str):
+            state.title = update.title
+        if isinstance(update.kind, str):
+            state.kind = update.kind
+        if update.raw_input is not UNSET and update.raw_input is not None:
+            state.raw_input = update.raw_input
+        if isinstance(update.locations, tuple):
+            state.locations = update.locations
+        meta = {"acp": _acp_meta(update)}
+        text = tool_text(update.content) if isinstance(update.content, tuple) else state.text
+        if update.status in _FINISHED and not state.ended:
+            state.ended = True
+            state.text = text
+            out.append(ToolCallEnd(call_id=call_id, output=text,
+                                   is_error=update.status == "failed", meta=meta))
+            return out
+        if text.startswith(state.text):
+            chunk = text[len(state.text):]
+        else:
+            chunk = text
+            meta["acp"]["replaced"] = True
+        state.text = text
+        out.append(ToolCallDelta(call_id=call_id, output_chunk=chunk, meta=meta))
+        return out
+
+    def _usage(self, update: f.UsageUpdate) -> Usage:
+        meta: dict[str, Any] = {"used": update.used, "size": update.size}
+        cost = 0.0
+        if isinstance(update.cost, f.Cost):
+            meta["cost"] = {"amount": update.cost.amount, "currency": update.cost.currency}
+            if update.cost.currency.upper() == "USD":
+                total = update.cost.amount
+                cost = round(max(0.0, total - self.cost_usd), 12)
+                self.cost_usd = max(self.cost_usd, total)
+        return Usage(cost_usd_estimate=cost, meta={"acp": meta})
