@@ -61,6 +61,12 @@ def live_groups() -> list[int]:
     return list(_LIVE)
 
 
+def track_group(proc: trio.Process) -> None:
+    """Put a group spawned elsewhere (the PTY binding's) in the registry of live groups;
+    :func:`kill_process_group` takes it out once reaped."""
+    _LIVE[proc.pid] = proc
+
+
 def kill_live_groups(signum: int = signal.SIGKILL) -> int:
     """Send ``signum`` to every live agent group; returns how many were signalled.
 

@@ -165,6 +165,17 @@ class Pty:
         "what Ctrl-C does to a turn: one of `graceful`, `hard`, `none`", default="hard"
     )
     queued_input_supported: Bool = field("the TUI accepts typed input mid-turn", default=False)
+    x_idle_ms: Annotated[float, Check(checks.positive_number)] = field(
+        "trio-cap: milliseconds without output before the screen counts as settled (CAP "
+        "Appendix A3's idle window)",
+        default=200.0,
+        toml="x-idle-ms",
+    )
+    x_enter_delay_ms: Annotated[float, Check(checks.positive_number)] = field(
+        "trio-cap: milliseconds between typing a prompt and pressing Enter",
+        default=30.0,
+        toml="x-enter-delay-ms",
+    )
 
 
 @attrs.frozen
@@ -188,6 +199,18 @@ class Parse:
         "RE2 pattern for a pick-one-of-several question", default=None
     )
     error_lines: Patterns = field("RE2 patterns for lines that report an error", default=())
+    x_blocked: Patterns = field(
+        "trio-cap: RE2 patterns for dialogs that block the TUI (trust, login, update); added "
+        "to trio-cap's built-ins",
+        default=(),
+        toml="x-blocked",
+    )
+    x_chrome: Patterns = field(
+        "trio-cap: RE2 patterns for redraw chrome that is never turn text; added to "
+        "trio-cap's built-ins",
+        default=(),
+        toml="x-chrome",
+    )
 
 
 @attrs.frozen

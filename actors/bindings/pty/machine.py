@@ -1,0 +1,705 @@
+"""The PTY settle machine, sans-io: terminal bytes and ``now`` in, CAP events out.
+
+A TUI never says "I am done"; the driver infers it from what the screen shows
+and from when it stops changing.  Bytes go through a VT emulator
+(:class:`~.machine_screen.TuiVtScreen`) and every rule below reads the
+*rendered* screen.  Time only enters as ``now`` (``tick``, or ``receive_data``'s
+``now``), ids through ``new_id``: recorded bytes with their times replay to the
+same events.
+
+Terms: the screen is **quiet** when nothing was read or written for the idle
+window (200 ms unless the manifest says ``pty.x-idle-ms``); a **settle** is the
+first moment of a quiet period, and each rule below is judged once per settle.
+The screen is **idle** when its last non-empty line matches a ``parse.idle``
+pattern (or, with ``learn_prompt``, equals the line shown at ready).
+
+States::
+
+    STARTING ──settle ∧ ready_when──► READY ──prompt──► BUSY ──settle ∧ idle──► READY
+        │                               ▲                 │ (ask / dialog: wait for the answer)
+        └── process exits ──────────────┴─────────────────┴──► CLOSED (cap.error pty_died)
+
+Rules:
+
+====  ==============================================  =========================================
+rule  when                                            output
+====  ==============================================  =========================================
+P1    STARTING, settle, a blocked dialog shows        ``cap.error`` ``pty_blocked`` once per
+                                                      dialog; never ready while it shows
+P2    STARTING, settle, ``ready_when`` matches the    ``cap.session.ready``; then the first held
+      screen (any line)                               prompt is typed
+P3    a prompt before ready, mid-turn (unless         held, typed later in order: nothing is
+      ``queued_input``), or while a dialog shows      typed before ready or into a dialog
+P4    a prompt typed                                  its text, then Enter after ``enter_gap``;
+                                                      multi-line or > 1 KiB text as one
+                                                      bracketed paste when the manifest allows
+                                                      it and the program enabled mode 2004
+P5    BUSY, settle, no output since Enter, or the     Enter again (at most ``submit_retries``
+      input line still shows the prompt's text        times; then ``cap.error`` ``pty_blocked``)
+P6    BUSY, settle, a dialog shows                    ``cap.ask_user`` (choices from the lines
+                                                      under it); the answer is typed back
+P7    a complete line (or the settled last line)      ``cap.ask_user``, a yes/no or a choice
+      matches ``ask_yes_no`` / ``ask_options``        form; the answer is typed back
+P8    an ask answered with nothing (headless)         nothing typed; ``cap.error``
+                                                      ``pty_blocked``, the turn ends ``error``
+                                                      and prompts wait until the question is gone
+P9    BUSY, settle, idle, no ask pending, output      the rest of the turn's lines, then
+      came after Enter                                ``TurnEnded`` (``cancelled`` after a
+                                                      graceful cancel) per prompt in flight
+P10   a line is complete: it scrolled off, or the     parsed (P11) and emitted as text;
+      cursor and the last two reads' writes are       the echoed prompt, idle lines, chrome
+      below it, or the screen settled                 (``parse.x-chrome`` + built-ins) and
+                                                      leading/trailing blank lines are dropped
+P11   complete line matches ``tool_call_start`` /     ``cap.tool_call.start`` (``tool``,
+      ``tool_call_end`` / ``plan_section`` (+ its     ``args``) / ``.end`` (``status``) /
+      item lines) / ``thought_section`` (+ lines to   ``cap.plan`` / ``cap.thought``; an error
+      a blank) / ``error_lines``                      line is also text
+P12   the alternate screen is on                      a settled screen's lines not on it when
+                                                      the prompt was typed (and lines scrolled
+                                                      off a full-height region) are the output
+P13   cancel current_turn                             ``graceful``: Ctrl-C; ``hard``:
+                                                      ``KillAgent``; ``none``: ``cap.error``
+                                                      ``cap_cancel_unsupported``
+P14   the child exited and we did not end it          the screen's last lines, then
+                                                      ``cap.error`` ``pty_died`` (exit code or
+                                                      signal) before the shell's ``AgentGone``
+P15   ``raw_bytes`` opted in                          ``cap.pty.raw_bytes`` per read, in order
+====  ==============================================  =========================================
+
+Outputs are the kit's values (:mod:`..base`); no input makes the machine raise.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from trio_cap.actors.bindings.base import KillAgent, Output, ToAgent, TurnEnded
+from trio_cap.actors.bindings.pty.machine_input import encode_prompt
+from trio_cap.actors.bindings.pty.machine_rules import (
+    PtySettings,
+    group,
+    matches,
+    option_choices,
+    plan_entry,
+    status_is_error,
+    yes_no_text,
+)
+from trio_cap.actors.bindings.pty.machine_screen import TuiVtScreen
+from trio_cap.events.kinds import (
+    AskUser,
+    AskUserAnswer,
+    Cancel,
+    CapError,
+    CapSessionReady,
+    Event,
+    Plan,
+    PlanEntry,
+    PtyRawBytes,
+    StopReason,
+    TextChunk,
+    Thought,
+    ToolCallEnd,
+    ToolCallStart,
+    UserInputInject,
+)
+
+BINDING = "pty"
+CTRL_C = b"\x03"
+ENTER = b"\r"
+
+
+class PtyState(enum.Enum):
+    STARTING = "starting"
+    READY = "ready"
+    BUSY = "busy"
+    CLOSED = "closed"
+
+
+@dataclass
+class _Ask:
+    ask_id: str
+    kind: str  # yes_no | options | dialog
+    prompt: str
+    choices: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class _Turn:
+    text: str
+    message_id: str
+    submitted: bool = False
+    enter_at: float | None = None
+    output_after_enter: bool = False
+    verified: bool = False
+    retries: int = 0
+    cancelled: bool = False
+    failed: bool = False
+    gen: int = 0
+    start_row: int = 0
+    emitted: int = 0
+    echo: str = ""
+    seen: set[str] = field(default_factory=set)
+    prev_touched: int = 1 << 62
+    blanks: int = 0
+    any_text: bool = False
+    buf: list[str] = field(default_factory=list)
+    tools: dict[str, list[str]] = field(default_factory=dict)
+    plan: list[PlanEntry] | None = None
+    thought: list[str] | None = None
+    asked: set[tuple[int, int]] = field(default_factory=set)
+    in_flight: int = 1
+
+
+_BOX_SIDES = "\u2502\u2503\u2551\u258f\u258e|"
+"""Right edges of input boxes: │ ┃ ║ ▏ ▎ |."""
+
+
+def _compact(text: str) -> str:
+    return "".join(text.split())
+
+
+def _error_code(line: str) -> str:
+    low = line.lower()
+    if ("rate" in low and "limit" in low) or "429" in low:
+        return "rate_limit"
+    if any(w in low for w in ("auth", "login", "unauthorized", "401", "api key")):
+        return "auth_error"
+    if "context" in low and any(w in low for w in ("length", "window", "overflow", "too long")):
+        return "context_overflow"
+    if "model" in low and any(w in low for w in ("not found", "unavailable", "overloaded")):
+        return "model_unavailable"
+    return "agent_error"
+
+
+class PtyMachine:
+    """One program on a pseudo-terminal, as a state machine (rules in the module docstring)."""
+
+    def __init__(self, settings: PtySettings, *, new_id: Callable[[str], str],
+                 now: float = 0.0, session_id: str | None = None) -> None:
+        self.s = settings
+        self.session_id = session_id
+        self.screen = TuiVtScreen(settings.cols, settings.rows, settings.scrollback)
+        self.screen.before_switch = self._before_switch
+        self.state = PtyState.STARTING
+        self.now = now
+        self.started_at = now
+        self._new_id = new_id
+        self._quiet_since = now
+        self._activity = 0
+        self._settled_activity = -1
+        self._writes: list[tuple[float, bytes]] = []
+        self._held: deque[str] = deque()
+        self._turn: _Turn | None = None
+        self._queued: deque[_Turn] = deque()
+        self._ask: _Ask | None = None
+        self._blocked_reported: set[str] = set()
+        self._hold_until_clear = False
+        self._pending: list[Output] = []
+        self.prompt_line: str | None = None
+        self.blocked_dialog: str | None = None
+        """The dialog a settled screen showed before ready (for the shell's error)."""
+        self.killing = False
+        self.bytes_in = 0
+
+    # ---- state ------------------------------------------------------------------
+    @property
+    def turn_running(self) -> bool:
+        return self._turn is not None
+
+    @property
+    def ready(self) -> bool:
+        return self.state in (PtyState.READY, PtyState.BUSY)
+
+    def deadline(self) -> float | None:
+        """When ``tick`` must next be called (None: only new bytes can change anything)."""
+        if self.state is PtyState.CLOSED:
+            return None
+        times = [due for due, _ in self._writes]
+        if self._settled_activity != self._activity:
+            times.append(self._quiet_since + self.s.idle_window)
+        return min(times) if times else None
+
+    def describe(self) -> str:
+        """The screen's last non-empty line (for a readable "never became ready")."""
+        rows = [r for r in self.screen.rows() if r.strip()]
+        return rows[-1].strip() if rows else ""
+
+    # ---- input: bytes and time ----------------------------------------------------
+    def receive_data(self, data: bytes, now: float | None = None) -> list[Output]:
+        out = self.tick(now) if now is not None else []
+        if not data or (self.state is PtyState.CLOSED and not self.s.raw_bytes):
+            return out
+        self.bytes_in += len(data)
+        if self.s.raw_bytes:
+            out.append(PtyRawBytes(bytes_b64=base64.b64encode(data).decode("ascii")))
+        try:
+            self.screen.feed(data)
+        except Exception as exc:  # a screen bug must not end the session
+            out.append(CapError(code="parse_failed",
+                                message=f"the terminal emulator failed on the agent's output: "
+                                        f"{type(exc).__name__}: {exc}"))
+        out += self._take_pending()
+        self._activity += 1
+        self._quiet_since = self.now
+        turn = self._turn
+        if turn is not None and turn.submitted:
+            if turn.enter_at is not None and self.now >= turn.enter_at:
+                turn.output_after_enter = True
+            out += self._stream(turn)
+        return out
+
+    def receive_eof(self) -> list[Output]:
+        return []
+
+    def tick(self, now: float | None) -> list[Output]:
+        if now is not None and now > self.now:
+            self.now = now
+        out: list[Output] = []
+        if self.state is PtyState.CLOSED:
+            return out
+        if self._writes:
+            due = [w for w in self._writes if w[0] <= self.now]
+            if due:
+                self._writes = [w for w in self._writes if w[0] > self.now]
+                for _, data in due:
+                    out += self._write(data)
+        if (self._settled_activity != self._activity
+                and self.now - self._quiet_since >= self.s.idle_window and not self._writes):
+            self._settled_activity = self._activity
+            out += self._settle()
+        return out
+
+    def _write(self, data: bytes) -> list[Output]:
+        """Bytes to the program, now; the screen's quiet period restarts."""
+        turn = self._turn
+        if data == ENTER and turn is not None and turn.submitted:
+            turn.enter_at = self.now
+            turn.output_after_enter = False
+        self._activity += 1
+        self._quiet_since = self.now
+        return [ToAgent(data)]
+
+    def _take_pending(self) -> list[Output]:
+        out, self._pending = self._pending, []
+        return out
+
+    # ---- input: frames from the orchestrator -----------------------------------------
+    def send(self, frame: Event) -> list[Output]:
+        if self.state is PtyState.CLOSED:
+            return []
+        if isinstance(frame, UserInputInject):
+            text = "".join(b.text for b in frame.content if b.type == "text")
+            return self._inject(text)
+        if isinstance(frame, AskUserAnswer):
+            return self._answer(frame)
+        if isinstance(frame, Cancel):
+            return self.cancel(frame.scope)
+        return []  # cap.session.config went into the argv; PTY has no permission frames
+
+    def _inject(self, text: str) -> list[Output]:
+        turn = _Turn(text=text, message_id=self._new_id("msg"))
+        if self._turn is None and self.state is PtyState.READY and not self._hold_until_clear:
+            self._turn = turn
+            self.state = PtyState.BUSY
+            if not self._dialog_rows():
+                return self._submit(turn)
+            return []  # a dialog shows: the next settle asks about it (P6), then submits
+        if self._turn is not None and self.s.queued_input and self._turn.submitted \
+                and not self._hold_until_clear:
+            self._turn.in_flight += 1  # the program reads it when it is ready (queued)
+            return self._type(text)
+        self._queued.append(turn)
+        return []
+
+    def _type(self, text: str) -> list[Output]:
+        payload = encode_prompt(text, paste=self.s.bracketed_paste and self.screen.paste_mode)
+        out = self._write(payload) if payload else []
+        self._writes.append((self.now + self.s.enter_gap, ENTER))
+        return out
+
+    def _submit(self, turn: _Turn) -> list[Output]:
+        turn.submitted = True
+        screen = self.screen
+        screen.take_touched()
+        turn.gen = screen.generation
+        turn.start_row = turn.emitted = screen.cursor_row
+        turn.echo = _compact(turn.text)
+        if screen.alternate:
+            turn.seen = {r.strip() for r in screen.rows() if r.strip()}
+        return self._type(turn.text)
+
+    def _next_turn(self) -> list[Output]:
+        if self._turn is not None or not self._queued or self.state is not PtyState.READY:
+            return []
+        if self._hold_until_clear:
+            return []
+        turn = self._queued.popleft()
+        self._turn = turn
+        self.state = PtyState.BUSY
+        if self._dialog_rows():
+            return []
+        return self._submit(turn)
+
+    def cancel(self, scope: str) -> list[Output]:
+        if scope == "session":
+            return []  # the shell ends the process
+        turn = self._turn
+        if turn is None:
+            return []
+        mode = self.s.cancel
+        if mode == "none":
+            return [CapError(code="cap_cancel_unsupported",
+                             message="this agent's manifest says its turns cannot be "
+                                     "cancelled (capabilities.mid_turn_cancel = \"none\")")]
+        if mode == "hard":
+            self.killing = True
+            return [KillAgent("hard cancel (mid_turn_cancel = \"hard\"): SIGTERM, then "
+                              "SIGKILL after the grace period")]
+        turn.cancelled = True
+        self._ask = None
+        if not turn.submitted:  # never typed: the turn ends here, nothing reached the program
+            return self._end_turn(turn, "cancelled")
+        return self._write(CTRL_C)
+
+    def _answer(self, frame: AskUserAnswer) -> list[Output]:
+        ask = self._ask
+        if ask is None or ask.ask_id != frame.ask_id:
+            return []
+        self._ask = None
+        value = frame.value
+        typed: str | None
+        if ask.kind == "yes_no":
+            typed = yes_no_text(value, self.s.yes, self.s.no)
+        else:
+            typed = None
+            for label, key in ask.choices:
+                if value in (label, key):
+                    typed = key
+                    break
+            if typed is None and ask.kind == "dialog" and not ask.choices:
+                typed = yes_no_text(value, self.s.yes, self.s.no)
+        if typed is None:
+            return self._unanswered(ask)
+        out = self._write(typed.encode()) if typed else []
+        self._writes.append((self.now + self.s.enter_gap, ENTER))
+        return out
+
+    def _unanswered(self, ask: _Ask) -> list[Output]:
+        self._hold_until_clear = True
+        error = CapError(code="pty_blocked",
+                         message=f"the agent asks {ask.prompt!r} and no answer came: nothing "
+                                 "was typed; prompts wait until the question is gone")
+        turn = self._turn
+        if turn is None:
+            return [error]
+        turn.failed = True
+        return [error, *self._end_turn(turn, "error")]
+
+    # ---- settling ----------------------------------------------------------------
+    def _dialog_rows(self) -> list[int]:
+        """Rows of the visible screen that match a blocked-dialog pattern."""
+        if not self.s.blocked:
+            return []
+        return [y for y, row in enumerate(self.screen.rows())
+                if row.strip() and matches(self.s.blocked, row)]
+
+    def _settle(self) -> list[Output]:
+        rows = self.screen.rows()
+        nonempty = [y for y, r in enumerate(rows) if r.strip()]
+        last_y = nonempty[-1] if nonempty else None
+        last = rows[last_y].strip() if last_y is not None else ""
+        if self.state is PtyState.STARTING:
+            return self._settle_starting(rows, last)
+        if self._hold_until_clear and not self._asking_now(rows, last_y):
+            self._hold_until_clear = False
+        turn = self._turn
+        if turn is None:
+            return self._next_turn()
+        if not turn.submitted:
+            dialog = self._dialog_rows()
+            if dialog:
+                return self._dialog_ask(rows, dialog, turn)
+            return self._submit(turn)
+        if self._ask is not None:
+            return []  # waiting for the answer
+        if not turn.verified:
+            shown = self._input_shown(turn, rows)
+            if not turn.output_after_enter or shown:
+                if turn.retries < self.s.submit_retries:
+                    turn.retries += 1
+                    return self._write(ENTER)
+                turn.verified = True
+                if shown:
+                    return [CapError(code="pty_blocked",
+                                     message=f"the prompt is still in the agent's input line "
+                                             f"after {turn.retries + 1} Enters")]
+            turn.verified = True
+        dialog = self._dialog_rows()
+        if dialog and not turn.cancelled:
+            return self._dialog_ask(rows, dialog, turn)
+        out: list[Output] = []
+        if last_y is not None and not turn.cancelled:
+            out += self._ask_on_line(last, (self.screen.generation, self.screen.scrolled + last_y),
+                                     rows[last_y + 1:])
+            if self._ask is not None:
+                return self._commit(turn, self.screen.scrolled + last_y) + out
+        if last_y is not None and self._idle(last):
+            out = self._commit(turn, self.screen.scrolled + last_y, settled=True) + out
+            return out + self._end_turn(turn, "cancelled" if turn.cancelled else "end_turn")
+        return self._commit(turn, self.screen.cursor_row, settled=True) + out
+
+    def _settle_starting(self, rows: list[str], last: str) -> list[Output]:
+        dialog = [r.strip() for r in rows if r.strip() and matches(self.s.blocked, r)]
+        self.blocked_dialog = " / ".join(dialog) if dialog else None
+        if dialog:
+            text = " / ".join(dialog)
+            if text in self._blocked_reported:
+                return []
+            self._blocked_reported.add(text)
+            return [CapError(code="pty_blocked",
+                             message=f"the agent shows a dialog before it is ready: {text!r}; "
+                                     "trio-cap types nothing into it (answer it once in a "
+                                     "terminal, or start the agent so it does not ask)")]
+        screen_text = "\n".join(rows)
+        ready = (self.s.ready_when.search(screen_text) is not None if self.s.ready_when
+                 else bool(screen_text.strip()))
+        if not ready:
+            return []
+        self.state = PtyState.READY
+        if self.s.learn_prompt and last:
+            self.prompt_line = last
+        return [CapSessionReady(session_id=self.session_id), *self._next_turn()]
+
+    def _idle(self, last: str) -> bool:
+        if matches(self.s.idle, last):
+            return True
+        return self.prompt_line is not None and last == self.prompt_line
+
+    def _asking_now(self, rows: list[str], last_y: int | None) -> bool:
+        if self._dialog_rows():
+            return True
+        if last_y is None:
+            return False
+        last = rows[last_y]
+        return any(p is not None and p.search(last) is not None
+                   for p in (self.s.ask_yes_no, self.s.ask_options))
+
+    def _input_shown(self, turn: _Turn, rows: list[str]) -> bool:
+        """The prompt's last line still sits in the line the cursor is on (P5)."""
+        tail = next((ln for ln in reversed(turn.text.splitlines()) if ln.strip()), "")
+        tail = _compact(tail)
+        if not tail:
+            return False
+        y = self.screen.cursor.y
+        # an input box's right side ("| > text   |") is not part of what was typed
+        return 0 <= y < len(rows) and _compact(rows[y]).rstrip(_BOX_SIDES).endswith(tail)
+
+    def _dialog_ask(self, rows: list[str], dialog: list[int], turn: _Turn) -> list[Output]:
+        key = (self.screen.generation, -1 - dialog[0])
+        if key in turn.asked:
+            return []
+        turn.asked.add(key)
+        prompt = " ".join(rows[y].strip() for y in dialog)
+        below = [r for r in rows[dialog[-1] + 1:] if r.strip()]
+        choices = option_choices(prompt, below)
+        return [self._new_ask("dialog", prompt, choices)]
+
+    def _ask_on_line(self, line: str, key: tuple[int, int], below: Sequence[str]) -> list[Output]:
+        turn = self._turn
+        if turn is None or key in turn.asked or self._ask is not None:
+            return []
+        if self.s.ask_yes_no is not None and self.s.ask_yes_no.search(line) is not None:
+            turn.asked.add(key)
+            return [self._new_ask("yes_no", line.strip(), [])]
+        if self.s.ask_options is not None and self.s.ask_options.search(line) is not None:
+            turn.asked.add(key)
+            choices = option_choices(line, [b for b in below if b.strip()])
+            return [self._new_ask("options", line.strip(), choices)]
+        return []
+
+    def _new_ask(self, kind: str, prompt: str, choices: list[tuple[str, str]]) -> AskUser:
+        ask = _Ask(ask_id=self._new_id("ask"), kind=kind, prompt=prompt, choices=choices)
+        self._ask = ask
+        if choices:
+            form: dict[str, Any] = {"type": "string",
+                                    "oneOf": [{"const": label, "title": label}
+                                              for label, _ in choices]}
+        else:
+            form = {"type": "string", "enum": ["yes", "no"]}
+        return AskUser(ask_id=ask.ask_id, prompt=prompt, form=form)
+
+    def _end_turn(self, turn: _Turn, stop: StopReason) -> list[Output]:
+        out = self._flush_sections(turn) + self._flush_text(turn)
+        out += [TurnEnded("error" if turn.failed else stop)] * max(1, turn.in_flight)
+        self._turn = None
+        self._ask = None
+        self.state = PtyState.READY
+        self.screen.take_touched()
+        return out + self._next_turn()
+
+    # ---- turn output ------------------------------------------------------------
+    def _before_switch(self) -> None:
+        """The screen is about to switch buffers: what the old one shows is final."""
+        turn = self._turn
+        if turn is not None and turn.submitted and turn.gen == self.screen.generation:
+            self._pending += self._commit(turn, self.screen.cursor_row + 1)
+
+    def _stream(self, turn: _Turn) -> list[Output]:
+        screen = self.screen
+        if turn.gen != screen.generation:
+            turn.gen = screen.generation
+            turn.start_row = turn.emitted = screen.first_row
+            turn.seen = set()
+            turn.prev_touched = 1 << 62
+            screen.take_touched()
+        touched = screen.take_touched()
+        if screen.alternate:
+            upto = screen.scrolled  # P12: only what scrolled off is surely done
+        else:
+            upto = min(screen.cursor_row, touched, turn.prev_touched)
+        turn.prev_touched = touched
+        return self._commit(turn, upto)
+
+    def _commit(self, turn: _Turn, upto: int, *, settled: bool = False) -> list[Output]:
+        screen = self.screen
+        out: list[Output] = []
+        start = max(turn.emitted, screen.first_row)
+        if screen.alternate:
+            texts = [screen.row_text(n) for n in range(start, min(upto, screen.scrolled))]
+            if settled:
+                rows = screen.rows()
+                texts += rows[:max(0, upto - screen.scrolled)]
+            turn.emitted = max(turn.emitted, min(upto, screen.scrolled))
+            for text in texts:
+                if text is None:
+                    continue
+                key = text.strip()
+                if key and key in turn.seen:
+                    continue
+                if key:
+                    turn.seen.add(key)
+                out += self._line(turn, text, -1)
+        else:
+            for n in range(start, upto):
+                text = screen.row_text(n)
+                if text is not None:
+                    out += self._line(turn, text, n)
+            turn.emitted = max(turn.emitted, upto)
+        if settled:
+            out += self._flush_sections(turn)
+        return out + self._flush_text(turn)
+
+    def _line(self, turn: _Turn, text: str, row: int) -> list[Output]:
+        s = self.s
+        stripped = text.strip()
+        if turn.echo:
+            compact = _compact(text)
+            if not compact:
+                return []
+            for k in range(min(len(compact), len(turn.echo)), 0, -1):
+                if compact.endswith(turn.echo[:k]):
+                    turn.echo = turn.echo[k:]
+                    return []
+            turn.echo = ""  # the program did not echo (or not as typed): stop looking
+        if not stripped:
+            out = self._flush_sections(turn)
+            if turn.any_text:
+                turn.blanks += 1
+            return out
+        if matches(s.chrome, text) or self._idle(stripped):
+            return []
+        out: list[Output] = []
+        if turn.plan is not None:
+            entry = plan_entry(text, len(turn.plan) + 1)
+            if entry is not None:
+                turn.plan.append(entry)
+                return []
+            out += self._flush_plan(turn)
+        if turn.thought is not None:
+            turn.thought.append(stripped)
+            return out
+        if s.tool_call_start is not None and (m := s.tool_call_start.search(text)):
+            name = group(m, "tool") or "tool"
+            call_id = self._new_id("call")
+            turn.tools.setdefault(name, []).append(call_id)
+            args = group(m, "args")
+            return out + self._flush_text(turn) + [ToolCallStart(
+                call_id=call_id, name=name, input={"args": args} if args is not None else {})]
+        if s.tool_call_end is not None and (m := s.tool_call_end.search(text)):
+            name = group(m, "tool") or "tool"
+            open_calls = turn.tools.get(name) or next(
+                (calls for calls in turn.tools.values() if calls), None)
+            call_id = open_calls.pop() if open_calls else self._new_id("call")
+            status = group(m, "status")
+            return out + self._flush_text(turn) + [ToolCallEnd(
+                call_id=call_id, output=status or "", is_error=status_is_error(status))]
+        if s.plan_section is not None and s.plan_section.search(text) is not None:
+            turn.plan = []
+            return out + self._flush_text(turn)
+        if s.thought_section is not None and s.thought_section.search(text) is not None:
+            turn.thought = []
+            return out + self._flush_text(turn)
+        asked = self._ask_on_line(text, (self.screen.generation, row), ())
+        if asked:
+            return out + self._flush_text(turn) + asked
+        if s.error_lines and matches(s.error_lines, text):
+            out += self._flush_text(turn)
+            out.append(CapError(code=_error_code(stripped), message=stripped,
+                                details={"line": stripped}))
+        turn.buf.extend([""] * turn.blanks)
+        turn.blanks = 0
+        turn.buf.append(text.rstrip())
+        turn.any_text = True
+        return out
+
+    def _flush_text(self, turn: _Turn) -> list[Output]:
+        if not turn.buf:
+            return []
+        text = "\n".join(turn.buf) + "\n"
+        turn.buf = []
+        return [TextChunk(message_id=turn.message_id, text=text)]
+
+    def _flush_plan(self, turn: _Turn) -> list[Output]:
+        entries, turn.plan = turn.plan, None
+        if not entries:
+            return []
+        return [*self._flush_text(turn), Plan(entries=tuple(entries))]
+
+    def _flush_sections(self, turn: _Turn) -> list[Output]:
+        out = self._flush_plan(turn)
+        lines, turn.thought = turn.thought, None
+        if lines:
+            out += self._flush_text(turn)
+            out.append(Thought(message_id=turn.message_id, text="\n".join(lines)))
+        return out
+
+    # ---- the process -----------------------------------------------------------------
+    def resize(self, cols: int, rows: int) -> None:
+        self.screen.resize(rows, cols)
+
+    def process_exited(self, description: str, code: int | None,
+                       expected: bool = False) -> list[Output]:
+        """The child is gone (P14): what the screen still shows, then ``pty_died``."""
+        if self.state is PtyState.CLOSED:
+            return []
+        out = self._take_pending()
+        turn = self._turn
+        if turn is not None and turn.submitted:
+            out += self._commit(turn, self.screen.cursor_row + 1, settled=True)
+        self.state = PtyState.CLOSED
+        if expected or self.killing:
+            return out
+        details: dict[str, Any] = {"exit_code": code} if code is not None and code >= 0 else {}
+        if code is not None and code < 0:
+            details["signal"] = -code
+        out.append(CapError(code="pty_died", message=f"the PTY child ended: {description}",
+                            details=details or None))
+        return out
+
+    def close(self) -> None:
+        self.state = PtyState.CLOSED

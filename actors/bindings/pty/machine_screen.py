@@ -1,0 +1,235 @@
+"""The PTY driver's terminal: a pyte screen with cheap scrollback and the alternate screen.
+
+What the settle machine's regexes see is the *rendered* screen (CAP §6.1,
+Appendix A1), never the raw bytes, so the driver needs a real VT emulator.
+pyte is one, with two gaps this module fills:
+
+* **Scrollback, cheaply.** pyte's ``HistoryScreen`` wraps every attribute
+  access of the screen in a Python closure (``__getattribute__``), which
+  costs it most of its speed on a redraw-heavy stream.  Here the only hook is
+  :meth:`index`: a line that scrolls off the top of a full-height scroll
+  region is appended, as the very row object pyte drops, to a bounded deque
+  (10,000 lines by default).  Nothing is copied or rendered until someone
+  reads it.
+* **The alternate screen** (private modes 47, 1047, 1049), which pyte
+  ignores: entering swaps in a fresh buffer (1049 also saves the cursor),
+  leaving restores the main one.  Each switch starts a new *generation*, so
+  the machine knows its row numbers refer to another buffer now.
+
+Rows are numbered absolutely within a generation: row ``n`` is
+``scrolled + y`` for screen row ``y``, so a line keeps its number while it
+scrolls into the scrollback.  :attr:`touched` is the smallest absolute row any
+write reached since :meth:`take_touched`; the machine uses it to tell lines a
+TUI is still redrawing from lines that are done.
+
+Wide characters take two cells; pyte stores an empty string in the second, so
+joining a row's cells renders it correctly.  Bracketed-paste mode (2004) is
+tracked so input is only wrapped for a program that asked for it.
+
+Pure: pyte and the standard library only (a machine helper, DESIGN §2a).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pyte
+from pyte.screens import Margins
+
+SCROLLBACK = 10_000
+"""Lines kept after they scroll off the top (CAP Appendix A5 asks for at least 10,000)."""
+
+_ALT_MODES = frozenset({47, 1047, 1049})
+_PASTE_MODE = 2004
+_NO_TOUCH = 1 << 62
+
+
+class TuiVtScreen(pyte.Screen):
+    """A pyte ``Screen`` with bounded scrollback, the alternate screen and write tracking."""
+
+    def __init__(self, columns: int, lines: int, scrollback: int = SCROLLBACK) -> None:
+        self.scrollback: deque[Any] = deque(maxlen=scrollback)
+        """Rows that scrolled off the top, oldest first (pyte's own row objects)."""
+        self.scrolled = 0
+        """Rows scrolled off in this generation (the absolute number of screen row 0)."""
+        self.generation = 0
+        """Bumped at every switch between the main and the alternate screen."""
+        self.alternate = False
+        self.paste_mode = False
+        """The program enabled bracketed paste (``CSI ? 2004 h``)."""
+        self.touched = _NO_TOUCH
+        self._main: tuple[Any, int, deque[Any]] | None = None
+        self.before_switch: Callable[[], None] | None = None
+        """Called just before a buffer switch, while the old buffer is still readable."""
+        super().__init__(columns, lines)
+        self._stream = pyte.ByteStream(self)
+
+    # ---- input --------------------------------------------------------------
+    def feed(self, data: bytes) -> None:
+        """Bytes exactly as read from the PTY master (UTF-8 split across reads is fine)."""
+        self._stream.feed(data)
+
+    # ---- reading ------------------------------------------------------------
+    def render_row(self, row: Any) -> str:
+        """One row's text, trailing blanks stripped (a wide character's stub cell is '')."""
+        default = " "
+        return "".join([row[x].data if x in row else default
+                        for x in range(self.columns)]).rstrip()
+
+    def rows(self) -> list[str]:
+        """The visible screen, one rendered string per row."""
+        buffer = self.buffer
+        return [self.render_row(buffer[y]) if y in buffer else "" for y in range(self.lines)]
+
+    @property
+    def cursor_row(self) -> int:
+        """The cursor's absolute row in this generation."""
+        return self.scrolled + self.cursor.y
+
+    @property
+    def first_row(self) -> int:
+        """The oldest absolute row still kept (in the scrollback or on screen)."""
+        return self.scrolled - len(self.scrollback)
+
+    def row_text(self, n: int) -> str | None:
+        """Absolute row ``n`` of this generation, or None when it is gone or not yet there."""
+        if n >= self.scrolled:
+            y = n - self.scrolled
+            if y >= self.lines:
+                return None
+            return self.render_row(self.buffer[y]) if y in self.buffer else ""
+        i = n - self.first_row
+        if i < 0:
+            return None
+        return self.render_row(self.scrollback[i])
+
+    def history(self) -> Iterator[str]:
+        """The scrollback, rendered, oldest first."""
+        for row in self.scrollback:
+            yield self.render_row(row)
+
+    def take_touched(self) -> int:
+        """The smallest absolute row written since the last call (a large number if none)."""
+        touched, self.touched = self.touched, _NO_TOUCH
+        return touched
+
+    # ---- scrolling: the one scrollback hook ------------------------------------
+    def index(self) -> None:
+        top, bottom = self.margins or Margins(0, self.lines - 1)
+        if self.cursor.y == bottom and top == 0:
+            buffer = self.buffer
+            self.scrollback.append(buffer.get(0, {}))
+            self.scrolled += 1  # rows move up and keep their absolute numbers
+        super().index()
+
+    # ---- writes: tracked for the machine's "done" lines ---------------------------
+    def _touch(self, y: int) -> None:
+        row = self.scrolled + y
+        if row < self.touched:
+            self.touched = row
+
+    def draw(self, data: str) -> None:
+        self._touch(self.cursor.y)
+        super().draw(data)
+
+    def erase_in_line(self, how: int = 0, private: bool = False) -> None:
+        self._touch(self.cursor.y)
+        super().erase_in_line(how, private)
+
+    def erase_characters(self, count: int | None = None) -> None:
+        self._touch(self.cursor.y)
+        super().erase_characters(count)
+
+    def delete_characters(self, count: int | None = None) -> None:
+        self._touch(self.cursor.y)
+        super().delete_characters(count)
+
+    def insert_characters(self, count: int | None = None) -> None:
+        self._touch(self.cursor.y)
+        super().insert_characters(count)
+
+    def insert_lines(self, count: int | None = None) -> None:
+        self._touch(self.cursor.y)
+        super().insert_lines(count)
+
+    def delete_lines(self, count: int | None = None) -> None:
+        self._touch(self.cursor.y)
+        super().delete_lines(count)
+
+    def reverse_index(self) -> None:
+        top = self.margins.top if self.margins else 0
+        if self.cursor.y == top:
+            self._touch(top)
+        super().reverse_index()
+
+    def erase_in_display(self, how: int = 0, *args: Any, **kwargs: Any) -> None:
+        self._touch(0 if how in (1, 2, 3) else self.cursor.y)
+        super().erase_in_display(how, *args, **kwargs)
+        if how == 3:  # "erase saved lines": the program cleared its scrollback
+            self.scrollback.clear()
+
+    # ---- modes: the alternate screen and bracketed paste ----------------------------
+    def set_mode(self, *modes: int, **kwargs: Any) -> None:
+        if kwargs.get("private"):
+            rest = [m for m in modes if m not in _ALT_MODES and m != _PASTE_MODE]
+            if _PASTE_MODE in modes:
+                self.paste_mode = True
+            for mode in modes:
+                if mode in _ALT_MODES:
+                    self._enter_alternate(save_cursor=mode == 1049)
+            if not rest:
+                return
+            modes = tuple(rest)
+        super().set_mode(*modes, **kwargs)
+
+    def reset_mode(self, *modes: int, **kwargs: Any) -> None:
+        if kwargs.get("private"):
+            rest = [m for m in modes if m not in _ALT_MODES and m != _PASTE_MODE]
+            if _PASTE_MODE in modes:
+                self.paste_mode = False
+            for mode in modes:
+                if mode in _ALT_MODES:
+                    self._leave_alternate(restore_cursor=mode == 1049)
+            if not rest:
+                return
+            modes = tuple(rest)
+        super().reset_mode(*modes, **kwargs)
+
+    def _fresh_buffer(self) -> Any:
+        return type(self.buffer)(self.buffer.default_factory)
+
+    def _enter_alternate(self, *, save_cursor: bool) -> None:
+        if self.alternate:
+            return
+        if self.before_switch is not None:
+            self.before_switch()
+        if save_cursor:
+            self.save_cursor()
+        self._main = (self.buffer, self.scrolled, self.scrollback)
+        self.buffer = self._fresh_buffer()
+        self.scrollback = deque(maxlen=self.scrollback.maxlen)
+        self.scrolled = 0
+        self._switched(alternate=True)
+
+    def _leave_alternate(self, *, restore_cursor: bool) -> None:
+        if not self.alternate or self._main is None:
+            return
+        if self.before_switch is not None:
+            self.before_switch()
+        self.buffer, self.scrolled, self.scrollback = self._main
+        self._main = None
+        self._switched(alternate=False)
+        if restore_cursor:
+            self.restore_cursor()
+
+    def _switched(self, *, alternate: bool) -> None:
+        self.alternate = alternate
+        self.generation += 1
+        self.touched = _NO_TOUCH
+        self.dirty.update(range(self.lines))
+
+    def resize(self, lines: int | None = None, columns: int | None = None) -> None:
+        super().resize(lines, columns)
+        self.touched = min(self.touched, self.scrolled)  # everything may be redrawn
