@@ -17,7 +17,8 @@ from typing import Literal
 import attrs
 
 Installer = Literal["npm", "pip"]
-ApiShape = Literal["anthropic", "gemini", "openai-chat", "openai-responses"]
+ApiShape = Literal["anthropic", "gemini", "openai-chat", "openai-responses", "none"]
+"""``none``: a protocol test peer that calls no model (the ACP SDKs' example agents)."""
 
 
 @attrs.frozen
@@ -36,6 +37,15 @@ class PeerSpec:
     # The model name the isolated environment selects by default.  Chosen per peer
     # so that no model-metadata warning ends up in the agent's own output.
     default_model: str = "fake-model"
+    # More packages installed beside it (npm), e.g. a peer dependency the package omits.
+    extra_packages: tuple[str, ...] = ()
+    # pip: also unpack the package's sdist into ``<dir>/sdist`` (examples and test data
+    # that only the sdist ships).
+    sdist: bool = False
+    # Launchers written into the bin directory: name -> script path relative to the
+    # install directory, run with the peer's own interpreter (node, or the venv's python).
+    # The first one is ``binary`` when the package installs no program of its own.
+    launchers: tuple[tuple[str, str], ...] = ()
 
     def pinned_version(self) -> str:
         key = "TRIO_CAP_PEER_" + self.name.upper().replace("-", "_") + "_VERSION"
@@ -115,6 +125,35 @@ PEERS: dict[str, PeerSpec] = {
             version_args=None,
             # Known to its embedded codex core 0.137, so no warning chunk (peers.md).
             default_model="gpt-5.4",
+        ),
+        PeerSpec(
+            name="acp-python-sdk",
+            installer="pip",
+            package="agent-client-protocol",
+            version="0.12.1",
+            binary="acp-echo-agent",
+            api="none",
+            summary="official ACP Python SDK: its example agents (sdist) and golden samples",
+            version_args=None,
+            sdist=True,
+            launchers=(
+                ("acp-echo-agent", "sdist/agent_client_protocol-{version}/examples/echo_agent.py"),
+                ("acp-example-agent", "sdist/agent_client_protocol-{version}/examples/agent.py"),
+            ),
+        ),
+        PeerSpec(
+            name="acp-ts-sdk",
+            installer="npm",
+            package="@agentclientprotocol/sdk",
+            # 1.9.0 is the last release that ships the compiled example agent (acp.md).
+            version="1.9.0",
+            binary="acp-ts-example-agent",
+            api="none",
+            summary="official ACP TypeScript SDK: its compiled example agent",
+            version_args=None,
+            extra_packages=("zod@3",),
+            launchers=(("acp-ts-example-agent",
+                        "node_modules/@agentclientprotocol/sdk/dist/examples/agent.js"),),
         ),
         PeerSpec(
             name="aider",

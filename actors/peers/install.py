@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shlex
 import shutil
 import sys
 import time
@@ -138,7 +139,7 @@ async def _install_npm(spec: PeerSpec, directory: Path, log: Path) -> None:
     )
     await _run_logged(
         [npm, "install", "--prefix", str(directory), "--no-audit", "--no-fund",
-         "--foreground-scripts", "--loglevel=warn", spec.requirement()],
+         "--foreground-scripts", "--loglevel=warn", spec.requirement(), *spec.extra_packages],
         log, _npm_env(),
     )
 
@@ -155,6 +156,33 @@ async def _install_pip(spec: PeerSpec, directory: Path, log: Path) -> None:
          "--no-input", "--progress-bar", "off", spec.requirement()],
         log,
     )
+    if spec.sdist:
+        sdist = directory / "sdist"
+        await _run_logged(
+            [str(venv / "bin" / "python"), "-m", "pip", "download", "--disable-pip-version-check",
+             "--no-input", "--no-deps", "--no-binary", ":all:", "--progress-bar", "off",
+             "-d", str(sdist), spec.requirement()],
+            log,
+        )
+        for archive in sdist.glob("*.tar.gz"):
+            shutil.unpack_archive(archive, sdist, filter="data")
+
+
+def _write_launchers(spec: PeerSpec, directory: Path, root: Path) -> None:
+    """Small programs in the bin directory that run a script the package ships."""
+    if not spec.launchers:
+        return
+    where = bin_dir(spec, root)
+    where.mkdir(parents=True, exist_ok=True)
+    runner = str(where / "python") if spec.installer == "pip" else (shutil.which("node") or "node")
+    for name, relative in spec.launchers:
+        script = directory / relative.format(version=spec.pinned_version())
+        if not script.is_file():
+            raise InstallFailed(f"{spec.name}: {script} is not in the installed package")
+        launcher = where / name
+        launcher.write_text(f"#!/bin/sh\nexec {shlex.quote(runner)} {shlex.quote(str(script))} "
+                            '"$@"\n')
+        launcher.chmod(0o755)
 
 
 async def _probe_version(spec: PeerSpec, binary: Path) -> str | None:
@@ -209,6 +237,7 @@ async def install_peer(
             await _install_npm(spec, directory, log)
         else:
             await _install_pip(spec, directory, log)
+        _write_launchers(spec, directory, root)
         binary = binary_path(spec, root)
         if not os.access(binary, os.X_OK):
             raise InstallFailed(f"{spec.name}: install finished but {binary} is missing")
