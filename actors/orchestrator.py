@@ -31,6 +31,7 @@ from trio_cap.actors.manifest import (
     resolve_agent,
 )
 from trio_cap.actors.peers.hints import missing_program
+from trio_cap.actors.recording import Recorder, RecordMode
 from trio_cap.actors.runtime import (
     ActorNotFound,
     ActorRef,
@@ -65,7 +66,8 @@ from trio_cap.events.kinds import (
     StopReason,
     TextChunk,
 )
-from trio_cap.events.log import EventLog, FileEventLog, MemoryEventLog
+from trio_cap.events.log import EventLog, MemoryEventLog
+from trio_cap.events.log.opener import open_log
 from trio_cap.events.projections import State, fold, initial_state
 from trio_cap.events.projections.sessions import TERMINAL_STATUSES, SessionView
 
@@ -135,18 +137,16 @@ class Session:
 
     async def _until(self, predicate: Callable[[State], bool], what: str) -> State:
         """Wait for ``predicate`` on the projection, or raise SessionEnded once the actor has
-        finished and everything it logged is folded without satisfying it."""
-        gone = self.gone
-        with trio.CancelScope() as scope:
-            async with trio.open_nursery() as nursery:
-                async def watch() -> None:
-                    await gone.wait()
-                    scope.cancel()
+        finished and everything it logged is folded without satisfying it.
 
-                nursery.start_soon(watch)
-                state = await self.orch.wait_until(predicate)
-                nursery.cancel_scope.cancel()
-                return state
+        Woken only by folds that touch this session and by its actor's end, so N sessions
+        waiting cost one wake-up each per change of their own, not N per change of any."""
+        gone = self.gone
+        if self._ref is not None:
+            self.orch._watch_end(self.id, self._ref)
+        state = await self.orch.wait_until(predicate, stream=self.id, unless=gone)
+        if predicate(state):
+            return state
         await self.orch.caught_up()
         if predicate(self.orch.state):
             return self.orch.state
@@ -236,7 +236,15 @@ class Orchestrator:
         self.default_timeouts = Timeouts()
         """Turn/idle limits for sessions whose caller and manifest name none (``cap run``
         sets an idle timeout here; an embedding app gets none unless it asks)."""
-        self._changed = trio.Event()
+        self._waiters: dict[str | None, set[trio.Event]] = {}
+        """Who waits for a change: stream → events to set when a fold touches that stream
+        (``None``: woken by every fold)."""
+        self._watched: set[str] = set()
+        self.record: RecordMode = "off"
+        """Default recording of every new session's wire traffic (``cap run``: frames)."""
+        self.node: Any = None
+        """The :class:`~trio_cap.actors.nodes.Node` this orchestrator runs as on a shared log
+        (set by its opener): every session it starts is first recorded as that node's."""
         self.connectors = ConnectorRegistry(connectors)
         """Binding name → connector, from entry points (``trio_cap.bindings``); set an
         entry (``orch.connectors["stream-json"] = …``) to override one for this orchestrator."""
@@ -249,13 +257,47 @@ class Orchestrator:
 
     def _fold(self, batch: list[Envelope]) -> None:
         fold(self.state, batch)
-        self._changed.set()
-        self._changed = trio.Event()
+        if self._waiters:
+            for stream in {env.stream for env in batch}:
+                self._wake(stream)
+            self._wake(None)
 
-    async def wait_until(self, predicate: Callable[[State], bool]) -> State:
-        """Wait until the live projection satisfies ``predicate``."""
+    def _wake(self, stream: str | None) -> None:
+        for event in self._waiters.pop(stream, ()):
+            event.set()
+
+    def _watch_end(self, session_id: str, ref: ActorRef) -> None:
+        """Wake the session's waiters when its actor finishes (one watcher per session)."""
+        if session_id in self._watched or ref.done.is_set():
+            return
+        self._watched.add(session_id)
+
+        async def watch() -> None:
+            try:
+                await ref.done.wait()
+            finally:
+                self._watched.discard(session_id)
+                self._wake(session_id)
+
+        self.system.nursery.start_soon(watch)
+
+    async def wait_until(self, predicate: Callable[[State], bool], *, stream: str | None = None,
+                         unless: trio.Event | None = None) -> State:
+        """Wait until the live projection satisfies ``predicate``.
+
+        ``stream``: the predicate depends only on that stream's events, so only folds
+        touching it re-check it.  ``unless``: stop waiting (returning the state as it is)
+        once that event is set; whoever sets it must also wake ``stream``."""
         while not predicate(self.state):
-            await self._changed.wait()
+            if unless is not None and unless.is_set():
+                break
+            wake = trio.Event()
+            waiters = self._waiters.setdefault(stream, set())
+            waiters.add(wake)
+            try:
+                await wake.wait()
+            finally:
+                waiters.discard(wake)
         return self.state
 
     async def caught_up(self) -> State:
@@ -280,6 +322,8 @@ class Orchestrator:
         turn_timeout: float | None = None,
         idle_timeout: float | None = None,
         permissions_chosen: bool | None = None,
+        record: RecordMode | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> Session:
         """Spawn a session actor; returns once ``session.created`` is in the log.
 
@@ -301,6 +345,10 @@ class Orchestrator:
         cancelled (CAP cancel, then the connection is ended after a grace), a
         ``cap.error`` ``turn_timeout`` / ``idle_timeout`` is logged and the
         turn counts as failed.
+
+        ``record`` (``off | frames | raw``; default :attr:`Orchestrator.record`) logs the
+        connection's wire traffic as ``frame.in`` / ``frame.out`` for ``cap replay
+        --check``; ``options`` are added to the connector's ``spec.options``.
         """
         if permissions_chosen is None:
             permissions_chosen = permissions is not None
@@ -346,7 +394,11 @@ class Orchestrator:
             permissions=permissions,
             allow_high_risk=allow_high_risk,
             budget_usd=budget_usd,
+            human=policy.human,
+            policy_chosen=policy.chosen,
+            queued_input=resolved.manifest.capabilities.queued_input,
         )
+        record = self.record if record is None else record
         candidates = []
         for planned in plan.candidates:
             spec = AgentSpec(
@@ -356,7 +408,10 @@ class Orchestrator:
                 argv=planned.argv or (),
                 url=planned.url,
                 options={"script": script, "agent_session_id": f"agent-{sid}",
-                         "manifest": resolved.manifest},
+                         "manifest": resolved.manifest,
+                         "recorder": None if record == "off" else Recorder(planned.binding,
+                                                                          record),
+                         **(options or {})},
                 ids=self.ids,
             )
             unavailable = None
@@ -376,6 +431,8 @@ class Orchestrator:
             grace=defaults.grace,
         )
         address = f"cap://{sid}"
+        if self.node is not None:
+            await self.node.own(sid)  # before the session's first event: never unowned
         ref = self.system.spawn(
             lambda: SessionActor(machine, candidates, self.log, timeouts,
                                  lambda: self.shutdown_reason),
@@ -425,7 +482,8 @@ async def open_orchestrator(
     """Run an orchestrator inside the caller's task tree.
 
     ``log`` may be an :class:`EventLog` (the caller keeps ownership), a path
-    (a file log opened and closed here), or None for an in-memory log.
+    or a ``postgresql://`` URL (a file or PostgreSQL log opened and closed
+    here), or None for an in-memory log.
     Leaving the block, normally or by cancellation, stops every session
     within ``grace`` seconds, each with a terminal event in the log.
     ``connectors`` (binding name → connector) override or add to the bindings
@@ -437,8 +495,8 @@ async def open_orchestrator(
     if log is None:
         owned = MemoryEventLog(clock)
     elif isinstance(log, str | os.PathLike):
-        # the open-time scan reads the whole file: not on the event loop
-        owned = await FileEventLog.open(log, fsync=fsync, clock=clock)  # type: ignore[arg-type]
+        # a file path or a postgresql:// URL; opened off the event loop (scan, connect)
+        owned = await open_log(log, fsync=fsync, clock=clock, listen=True)
     event_log = owned or log
     assert isinstance(event_log, EventLog)
     try:

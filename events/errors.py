@@ -67,6 +67,8 @@ TRIO_CAP_CODES: dict[str, str] = {
     "tool_failed": "A tool the scripted brain ran failed",
     "turn_timeout": "A turn ran longer than its turn timeout and was cancelled",
     "idle_timeout": "The agent was silent for the idle timeout during a turn, which was cancelled",
+    "node_lost": "The node running the session stopped heartbeating (its lease lapsed) and "
+                 "another node took the session over without resuming it",
 }
 """trio-cap's own string codes, used where CAP defines none."""
 

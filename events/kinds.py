@@ -65,6 +65,12 @@ class SessionCreated(Event, tag="session.created"):
     permissions: str = "deny"
     allow_high_risk: bool = False
     budget_usd: float | None = None
+    human: bool = False
+    """Someone answers asks and permission requests (the policy's ``human``)."""
+    policy_chosen: bool = True
+    """A person picked the permission policy (refusals say so when not)."""
+    queued_input: bool = False
+    """The agent takes input mid-turn (manifest ``capabilities.queued_input``)."""
 
 
 class SessionStarting(Event, tag="session.starting"):
@@ -122,6 +128,42 @@ class SessionWarning(Event, tag="session.warning"):
     message: str
 
 
+class SessionOwned(Event, tag="session.owned"):
+    """The node that runs this session; it holds it while its lease lasts (``node.heartbeat``).
+
+    Written before the session's first event, so no session of a node is ever unowned."""
+
+    node: str
+
+
+class NodeHeartbeat(Event, tag="node.heartbeat"):
+    """A node is alive and keeps its sessions until ``lease_until`` (the log clock's seconds)."""
+
+    node: str
+    lease_until: float
+    host: str = ""
+    pid: int = 0
+
+
+class NodeStopped(Event, tag="node.stopped"):
+    """A node stopped cleanly: its sessions ended with it, nothing is left to take over."""
+
+    node: str
+
+
+class NodeTakeover(Event, tag="node.takeover"):
+    """``node`` took over the live sessions of ``lost``, whose lease lapsed at ``lapsed_at``.
+
+    ``resumed`` is False while the resume rules are not in this build: each of
+    ``sessions`` then gets ``session.failed`` ``node_lost``."""
+
+    node: str
+    lost: str
+    lapsed_at: float
+    sessions: tuple[str, ...] = ()
+    resumed: bool = False
+
+
 class BindingFallback(Event, tag="binding.fallback"):
     failed: str
     next: str
@@ -142,6 +184,78 @@ class AgentRaw(Event, tag="agent.raw"):
     text: str
     source: Literal["stdout", "stderr"] = "stdout"
     truncated: int = 0
+
+
+class FrameIn(Event, tag="frame.in"):
+    """What one step of a connection read from its agent, recorded (``--record frames|raw``).
+
+    Exactly what the shell fed its machine in that step, so ``cap replay --check``
+    can feed it again: ``text`` for bytes that are UTF-8 (a stream-json read:
+    its lines, verbatim, partial lines included), ``data_b64`` for other bytes,
+    ``frame`` for a message the transport delivered whole, ``eof`` for the end
+    of the agent's output, ``signal`` for what the shell itself saw (``gone``:
+    the agent exited, with ``exit_code`` and the reason in ``text``;
+    ``turn_ended``: a turn end with no wire frame, as in-process).  The events
+    the step produced follow it directly in the log, in the same record.
+    ``t`` is the connection's monotonic clock (Trio's, which tests inject).
+    """
+
+    binding: str
+    t: float = 0.0
+    text: str | None = None
+    data_b64: str | None = None
+    frame: Any = None
+    eof: bool = False
+    signal: str | None = None
+    exit_code: int | None = None
+
+
+class FrameOut(Event, tag="frame.out"):
+    """What a connection wrote to its agent, recorded: the bytes (``text`` or ``data_b64``)
+    or a whole message (``frame``).  ``ids`` lists the ids the connection drew to
+    write it (a prompt's uuid, the agent session id), so a replay draws the same."""
+
+    binding: str
+    t: float = 0.0
+    text: str | None = None
+    data_b64: str | None = None
+    frame: Any = None
+    ids: tuple[str, ...] = ()
+
+
+class RunStarted(Event, tag="run.started"):
+    """``cap run``'s plan, logged first so ``cap run --resume`` can pick the run up."""
+
+    agent: str
+    tasks: tuple[str, ...]
+    cwd: str
+    binding: str | None = None
+    model: str | None = None
+    script: str | None = None
+    permissions: str = "deny"
+    allow_high_risk: bool = False
+    budget_usd: float | None = None
+    record: str = "frames"
+    turn_timeout: float | None = None
+    idle_timeout: float | None = None
+
+
+class RunResumed(Event, tag="run.resumed"):
+    """``cap run --resume`` picked a session up after the orchestrator died.
+
+    ``how``: ``resumed`` (the agent continues its own conversation, e.g. Claude
+    Code's ``--resume``) or ``restarted`` (a fresh agent given the transcript so
+    far as context); ``after_seq`` is the last seq the dead run acknowledged;
+    ``rerun_turns`` are turns that were cut by the crash and run again.
+    """
+
+    session_id: str
+    how: Literal["resumed", "restarted"]
+    after_seq: int
+    turns_done: int = 0
+    rerun_turns: tuple[int, ...] = ()
+    agent_session_id: str | None = None
+    reason: str = ""
 
 
 class LogRecovered(Event, tag="log.recovered"):
@@ -393,12 +507,20 @@ LIFECYCLE_EVENTS: tuple[type[Event], ...] = (
     SessionCancelled,
     SessionFailed,
     SessionWarning,
+    SessionOwned,
+    NodeHeartbeat,
+    NodeStopped,
+    NodeTakeover,
     BindingFallback,
     LogRecovered,
     LogLost,
     LogUndecodable,
     AgentRaw,
     PermissionPathsResolved,
+    FrameIn,
+    FrameOut,
+    RunStarted,
+    RunResumed,
 )
 COMMAND_EVENTS: tuple[type[Event], ...] = (
     InputInjected,
@@ -444,11 +566,19 @@ AnyEvent = (
     | SessionCancelled
     | SessionFailed
     | SessionWarning
+    | SessionOwned
+    | NodeHeartbeat
+    | NodeStopped
+    | NodeTakeover
     | BindingFallback
     | LogRecovered
     | LogLost
     | LogUndecodable
     | AgentRaw
+    | FrameIn
+    | FrameOut
+    | RunStarted
+    | RunResumed
     | InputInjected
     | CancelRequested
     | PermissionDecided

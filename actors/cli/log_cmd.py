@@ -16,12 +16,14 @@ from collections.abc import Iterator
 
 import msgspec
 
+from trio_cap.actors.cli import log_pg_cmd
 from trio_cap.actors.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from trio_cap.actors.cli.render import line
 from trio_cap.events.envelope import Envelope, to_json_obj
 from trio_cap.events.kinds import LogLost, LogUndecodable
 from trio_cap.events.log import FileEventLog, LogCorrupted, LogFormatError
 from trio_cap.events.log.file import describe_gap
+from trio_cap.events.log.opener import is_url
 from trio_cap.events.log.records import MADE_ON_READ
 from trio_cap.events.log.repair import RepairError, repair
 from trio_cap.events.log.scan import Damage, SeqGap
@@ -43,8 +45,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "lost; recover with `cap log repair`); a torn final append is reported, not cut.  "
         "Events this build cannot decode are shown raw (their kind and payload as JSON).",
     )
-    show.add_argument("log", metavar="LOG", help="path of the .caplog file")
+    show.add_argument("log", metavar="LOG",
+                      help="path of the .caplog file, or a postgresql:// URL")
     show.add_argument("--json", action="store_true", help="one JSON object per line")
+    show.add_argument("--follow", action="store_true",
+                      help="after the events so far, print each new one as it commits (a "
+                      "postgresql:// log: every node's appends, in seq order; a file log: "
+                      "what the process writing it appends, until no process has it open "
+                      "for writing); Ctrl+C ends")
     show.add_argument("--session", metavar="ID", help="only events of this session")
     show.add_argument("--until", metavar="SEQ", type=int, help="stop after this seq")
     show.set_defaults(func=show_log)
@@ -70,17 +78,32 @@ def register(sub: argparse._SubParsersAction) -> None:
         "pending asks and permissions) up to --until and print the result.  Damage is "
         "reported on stderr as by `cap log show` (exit 2 when events were lost).",
     )
-    rep.add_argument("log", metavar="LOG", help="path of the .caplog file")
+    rep.add_argument("log", metavar="LOG", help="path of the .caplog file, or a postgresql:// "
+                     "URL")
     rep.add_argument("--until", metavar="SEQ", type=int, help="replay up to and including SEQ")
     rep.add_argument("--session", metavar="ID", help="only show this session")
     rep.add_argument("--json", action="store_true", help="print the state as JSON")
+    rep.add_argument("--check", action="store_true",
+                     help="run every session's recorded inputs (frames, commands, timers) "
+                     "through fresh machines and compare each event with the log: exit 0 "
+                     "when identical, else print the first divergence (seq, expected, got) "
+                     "and exit 1.  Needs no agent and no network")
+    rep.add_argument("--agent", metavar="SESSION_ID",
+                     help="with --serve: play this session's recorded agent side back as a "
+                     "live agent")
+    rep.add_argument("--serve", metavar="BINDING",
+                     help="the binding to serve the played-back agent on (stream-json: on "
+                     "stdin/stdout)")
     rep.set_defaults(func=replay_log)
+    log_pg_cmd.register(log_sub)
 
 
 # ---- opening and reporting ----------------------------------------------------
 
 
 def open_readonly(path: str) -> FileEventLog:
+    if is_url(path):
+        return log_pg_cmd.open_reader(path)  # type: ignore[return-value]
     try:
         log = FileEventLog(path, readonly=True)
     except FileNotFoundError:
@@ -104,7 +127,8 @@ class Reporter:
         self.damaged = False
         self.unreadable = 0
         self.skipped = False  # bytes no record could be read from
-        self._seen_ranges = {(g.from_seq, g.to_seq) for g in log.damage if isinstance(g, SeqGap)}
+        self._seen_ranges = {(g.from_seq, g.to_seq) for g in getattr(log, "damage", [])
+                             if isinstance(g, SeqGap)}
         for note in self._open_notes():
             self._say(note)
 
@@ -112,7 +136,7 @@ class Reporter:
         print(f"cap: {self.path}: {text}", file=sys.stderr)
 
     def _open_notes(self) -> Iterator[str]:
-        found = self.log.damage
+        found = getattr(self.log, "damage", [])  # a PostgreSQL log has no byte damage
         i = 0
         while i < len(found):
             item = found[i]
@@ -190,12 +214,15 @@ def _windows(log: FileEventLog, until: int | None) -> Iterator[list[Envelope]]:
 
 
 def show_log(args: argparse.Namespace) -> int:
+    if args.follow and is_url(args.log):
+        return log_pg_cmd.follow_show(args)
     log = open_readonly(args.log)
     report = Reporter(log)
     out = sys.stdout
     encode = msgspec.json.encode
     shown_lost: set[tuple[int, int]] = set()
-    for envs in _windows(log, args.until):
+
+    def show(envs) -> None:
         for env in envs:
             report.envelope(env)
             event = env.event
@@ -214,6 +241,18 @@ def show_log(args: argparse.Namespace) -> int:
                 out.write(_raw_line(env, event) + "\n")
             else:
                 out.write(line(env) + "\n")
+        if args.follow:
+            out.flush()
+
+    if args.follow and args.until is None:  # a file log another process may be writing
+        import trio
+
+        from trio_cap.actors.cli.replay_cmd import follow
+
+        trio.run(follow, log, 1, show)
+    else:
+        for envs in _windows(log, args.until):
+            show(envs)
     log.close()
     return report.finish()
 
@@ -270,8 +309,16 @@ def repair_log(args: argparse.Namespace) -> int:
 
 
 def replay_log(args: argparse.Namespace) -> int:
+    if args.agent is not None or args.serve is not None:
+        from trio_cap.actors.cli.replay_cmd import serve_log
+
+        return serve_log(args)
     log = open_readonly(args.log)
     report = Reporter(log)
+    if args.check:
+        from trio_cap.actors.cli.replay_cmd import check_log
+
+        return check_log(args, log, report)
 
     def seen(envs) -> None:
         for env in envs:

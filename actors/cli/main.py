@@ -28,6 +28,7 @@ from trio_cap.actors.cli.errors import report
 COMMAND_MODULES = (
     "trio_cap.actors.cli.run_cmd",
     "trio_cap.actors.cli.log_cmd",
+    "trio_cap.actors.cli.node_cmd",
     "trio_cap.actors.cli.agent_cmd",
     "trio_cap.actors.cli.manifest_cmd",
     "trio_cap.actors.cli.model_cmd",

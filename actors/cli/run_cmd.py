@@ -17,6 +17,7 @@ Every way this command can end is decided here and said in words:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import signal
@@ -38,6 +39,7 @@ from trio_cap.actors.cli.errors import SINK_ERRNOS
 from trio_cap.actors.cli.follow import Follower
 from trio_cap.actors.ids import run_id
 from trio_cap.actors.manifest import BindingNotOffered, Resolved
+from trio_cap.actors.nodes import DEFAULT_LEASE, open_node
 from trio_cap.actors.orchestrator import (
     Orchestrator,
     Session,
@@ -45,10 +47,11 @@ from trio_cap.actors.orchestrator import (
     open_orchestrator,
     resolve,
 )
+from trio_cap.actors.recording import RECORD_MODES
 from trio_cap.actors.session.actor import CommandRefused, SessionEnded
 from trio_cap.actors.session.policy import POLICIES
 from trio_cap.actors.session.timers import Timeouts
-from trio_cap.events.kinds import CapError, Plan, SessionCancelled, SessionFailed
+from trio_cap.events.kinds import CapError, Plan, RunStarted, SessionCancelled, SessionFailed
 from trio_cap.events.log import (
     FSYNC_POLICIES,
     FileEventLog,
@@ -57,6 +60,7 @@ from trio_cap.events.log import (
     LogLocked,
     LogWriteError,
 )
+from trio_cap.events.log.opener import describe, is_url
 
 DEFAULT_IDLE_TIMEOUT = 600.0
 """``cap run``'s idle timeout when neither the flag nor the manifest sets one: ten minutes of
@@ -123,15 +127,24 @@ def register(sub: argparse._SubParsersAction) -> None:
                      "a plug-in registers (entry point group trio_cap.bindings). Default: the "
                      "best the agent's manifest declares, falling back down the list. This "
                      "build speaks inproc (cap-agent only) and stream-json")
-    task = run.add_mutually_exclusive_group(required=True)
+    task = run.add_mutually_exclusive_group()
     task.add_argument("--task", metavar="TEXT", help="the prompt to send")
     task.add_argument("--task-file", metavar="F", help="read the prompt from a UTF-8 text file")
     run.add_argument("--cwd", metavar="DIR",
                      help="the session's working directory (default: the current directory)")
     run.add_argument("--model", metavar="M", help="model name passed to the agent")
-    run.add_argument("--log", metavar="FILE",
+    run.add_argument("--log", metavar="FILE|URL",
                      help="event log file, appended to if it exists (default: "
-                     ".cap/runs/<run-id>.caplog)")
+                     ".cap/runs/<run-id>.caplog), or a shared PostgreSQL log "
+                     "postgresql://USER@HOST/DB (created if the database has none; this run "
+                     "is then a node: see --node)")
+    run.add_argument("--node", metavar="ID",
+                     help="with a postgresql:// log: this run's node id, which owns its session "
+                     "and heartbeats (default: HOSTNAME-PID)")
+    run.add_argument("--lease", type=float, metavar="S", default=DEFAULT_LEASE,
+                     help="with a postgresql:// log: seconds a heartbeat holds the session "
+                     f"(default {DEFAULT_LEASE:g}); after that another node may take it over "
+                     "(cap node --take-over)")
     run.add_argument("--fsync", choices=FSYNC_POLICIES, default="batch",
                      help="log durability: always | batch (default) | never")
     run.add_argument("--script", metavar="F",
@@ -151,6 +164,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="cancel a turn that runs longer than S seconds (default: none)")
     run.add_argument("--idle-timeout", type=float, metavar="S",
                      help="cancel a turn when the agent is silent for S seconds (default: 600)")
+    run.add_argument("--next", action="append", default=[], metavar="TEXT",
+                     help="a further prompt, sent as its own turn once the previous one ended "
+                     "well (repeatable: the turns run in order)")
+    run.add_argument("--record", choices=RECORD_MODES, default="frames",
+                     help="log the agent connection's wire traffic as frame.in/frame.out "
+                     "events for `cap replay --check`: off | frames (default: every wire "
+                     "frame) | raw (also raw terminal bytes)")
+    run.add_argument("--resume", metavar="LOG",
+                     help="pick up the run LOG holds after its cap run died (killed, power "
+                     "loss): rebuild its state, resume or restart the agent, and run the "
+                     "turns it had not finished; the other options come from the log")
     run.add_argument("--json", action="store_true",
                      help="print the session's events as JSON lines instead of progress")
     run.set_defaults(func=run_command)
@@ -193,6 +217,8 @@ def _timeout(flag: str, value: float | None) -> float | None:
 
 def check_arguments(args: argparse.Namespace) -> Plan_:
     """Every usage error ``cap run`` can find without starting anything."""
+    if args.task is None and args.task_file is None:
+        raise UsageError("give the prompt: --task TEXT or --task-file F (or --resume LOG)")
     on_terminal = sys.stdin.isatty()
     interactive = on_terminal and not args.headless
     if args.permissions == "ask" and args.headless:
@@ -218,7 +244,7 @@ def check_arguments(args: argparse.Namespace) -> Plan_:
     script = brain_script(args.script)
     agent = trio.run(_resolve, args.agent, args.binding)
     log_path = args.log or os.path.join(".cap", "runs", f"{run_id()}.caplog")
-    if os.path.isdir(log_path):
+    if not is_url(log_path) and os.path.isdir(log_path):
         raise UsageError(f"--log {log_path}: is a directory, not a log file")
     return Plan_(agent=agent, task=task, cwd=cwd, script=script, policy=policy,
                  policy_defaulted=args.permissions is None, interactive=interactive,
@@ -242,6 +268,8 @@ async def _resolve(agent: str, binding: str | None) -> Resolved:
 
 def open_log(path: str, fsync: str) -> FileEventLog:
     """The run's file log; a file that is not a usable log is a usage error naming it."""
+    if is_url(path):
+        return open_shared_log(path)  # type: ignore[return-value]
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -256,13 +284,35 @@ def open_log(path: str, fsync: str) -> FileEventLog:
         raise RunFailed(f"--log {path}: cannot write the log: {why}") from None
 
 
+def open_shared_log(url: str):
+    """A PostgreSQL log for ``--log URL``: unreachable is exit 1, an unusable schema exit 2."""
+    from trio_cap.events.log.postgres import PostgresEventLog, SchemaError, Unavailable
+
+    try:
+        return PostgresEventLog(url, notices=lambda text: print(f"cap: {text}", file=sys.stderr))
+    except Unavailable as exc:
+        raise RunFailed(f"--log {exc}") from None
+    except SchemaError as exc:
+        raise UsageError(f"--log {exc}") from None
+    except Exception as exc:  # psycopg refuses a malformed URL with ProgrammingError
+        raise UsageError(f"--log {describe(url)}: not a usable PostgreSQL URL: "
+                         f"{str(exc).splitlines()[0] if str(exc) else exc}") from None
+
+
 def run_command(args: argparse.Namespace) -> int:
+    if args.resume is not None:
+        from trio_cap.actors.cli.resume_cmd import resume_command
+
+        return resume_command(args)
     plan = check_arguments(args)
+    if not (args.lease > 0 and math.isfinite(args.lease)):
+        raise UsageError(f"--lease {args.lease}: give seconds as a number > 0")
     log = open_log(plan.log_path, args.fsync)
-    if log.recovered:
+    shown = describe(plan.log_path)
+    if getattr(log, "recovered", None):
         print(f"cap: {plan.log_path}: cut a torn tail of {log.recovered.dropped_bytes} bytes "
               f"({log.recovered.detail})", file=sys.stderr)
-    print(f"cap: logging to {plan.log_path}", file=sys.stderr)
+    print(f"cap: logging to {shown}", file=sys.stderr)
     if plan.policy == "bypass":
         print("cap: WARNING: --permissions bypass: the agent runs in its own no-prompt mode and "
               "sends trio-cap no permission requests, so nothing it does is reviewed and "
@@ -273,11 +323,11 @@ def run_command(args: argparse.Namespace) -> int:
         failure = _write_failure(exc)
         if failure is None:
             raise
-        print(f"cap: --log {plan.log_path}: cannot write the log: {failure}; the run stopped "
+        print(f"cap: --log {shown}: cannot write the log: {failure}; the run stopped "
               "(the log keeps every event written before this)", file=sys.stderr)
         return EXIT_FAILED
     finally:
-        print(f"cap: log written to {plan.log_path} (see: cap log show {plan.log_path})",
+        print(f"cap: log written to {shown} (see: cap log show {shown})",
               file=sys.stderr)
     return explain(outcome)
 
@@ -297,8 +347,11 @@ def _write_failure(exc: BaseException) -> str | None:
 async def _run(args: argparse.Namespace, log: FileEventLog, plan: Plan_) -> Outcome:
     out = Outcome()
     with trio.open_signal_receiver(*SIGNALS) as signals:
-        async with log, open_orchestrator(log) as orch, trio.open_nursery() as nursery:
+        async with log, _as_node(args, log) as node, open_orchestrator(log) as orch, \
+                trio.open_nursery() as nursery:
+            orch.node = node
             orch.default_timeouts = Timeouts(idle=DEFAULT_IDLE_TIMEOUT)
+            orch.record = args.record
             work = trio.CancelScope()
             nursery.start_soon(_watch_signals, signals, out, orch, work, nursery.cancel_scope)
             with work:
@@ -321,6 +374,13 @@ async def _run(args: argparse.Namespace, log: FileEventLog, plan: Plan_) -> Outc
     return out
 
 
+def _as_node(args: argparse.Namespace, log):
+    """A shared (PostgreSQL) log makes this run a node: it owns its session and heartbeats."""
+    if not is_url(args.log or "") and args.node is None:
+        return contextlib.nullcontext()
+    return open_node(log, args.node, lease=args.lease)
+
+
 async def _watch_signals(signals, out: Outcome, orch: Orchestrator, work: trio.CancelScope,
                          everything: trio.CancelScope) -> None:
     async for signum in signals:
@@ -334,6 +394,7 @@ async def _watch_signals(signals, out: Outcome, orch: Orchestrator, work: trio.C
 
 async def _session(orch: Orchestrator, nursery: trio.Nursery, args: argparse.Namespace,
                    plan: Plan_, out: Outcome) -> None:
+    await orch.log.append([run_started(args, plan)])  # what --resume picks up
     try:
         session = await orch.start_session(
             plan.agent, args.binding, cwd=plan.cwd, model=args.model, script=plan.script,
@@ -356,6 +417,11 @@ async def _session(orch: Orchestrator, nursery: trio.Nursery, args: argparse.Nam
     try:
         result = await session.run_turn(plan.task)
         out.turn, out.stop_reason = result.turn, result.stop_reason
+        for text in args.next:
+            if out.stop_reason != "end_turn":
+                break
+            result = await session.run_turn(text)
+            out.turn, out.stop_reason = result.turn, result.stop_reason
         await session.close()
     except SessionEnded:
         pass
@@ -375,6 +441,15 @@ async def _session(orch: Orchestrator, nursery: trio.Nursery, args: argparse.Nam
         raise
     with trio.move_on_after(2):  # let the progress printer reach the terminal event
         await done.wait()
+
+
+def run_started(args: argparse.Namespace, plan: Plan_) -> RunStarted:
+    return RunStarted(
+        agent=args.agent, tasks=(plan.task, *args.next), cwd=plan.cwd, binding=args.binding,
+        model=args.model, script=os.path.abspath(args.script) if args.script else None,
+        permissions=plan.policy, allow_high_risk=args.allow_high_risk,
+        budget_usd=args.budget_usd, record=args.record, turn_timeout=plan.turn_timeout,
+        idle_timeout=plan.idle_timeout)
 
 
 def _read_back(orch: Orchestrator, out: Outcome) -> None:

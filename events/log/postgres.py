@@ -59,7 +59,12 @@ from trio_cap.events.log.postgres_conn import (
     redact,
     why,
 )
-from trio_cap.events.log.postgres_rows import Row, decode_rows, encode_events
+from trio_cap.events.log.postgres_rows import (
+    Row,
+    decode_rows,
+    encode_envelope_rows,
+    encode_events,
+)
 from trio_cap.events.log.postgres_schema import CHANNEL_PREFIX, SchemaError, check
 
 __all__ = ["PostgresEventLog", "SchemaError", "Unavailable"]
@@ -330,6 +335,36 @@ class PostgresEventLog(EventLog):
         finally:
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(conn.close)
+
+    def import_envelopes(self, windows: Iterable[list[Envelope]]):
+        """Store envelopes with their own seqs into this empty log, in one transaction
+        (``cap log copy``); a non-empty log is refused and nothing is written."""
+        from trio_cap.events.log.copy import CopyRefused, CopyReport
+
+        count = last = 0
+        with self._read_lock, self._reader.transaction():
+            conn = self._reader
+            head = conn.execute("SELECT last_seq FROM cap_head FOR UPDATE").fetchone()[0]
+            if head:
+                raise CopyRefused(f"{self.path} already holds {head} events; copy into an "
+                                  "empty log")
+            with conn.cursor().copy("COPY cap_events (seq, at, stream, cause, kind, payload) "
+                                    "FROM STDIN") as copy:
+                for envs in windows:
+                    for (seq, at, stream, cause, payload), env in zip(
+                            encode_envelope_rows(envs), envs, strict=True):
+                        copy.write_row((seq, at, stream, cause, env.kind, payload))
+                    count += len(envs)
+                    last = envs[-1].seq if envs else last
+            conn.execute("UPDATE cap_head SET last_seq = %s", (last,))
+            conn.execute("SELECT pg_notify(%s, %s)", (self.channel, str(last)))
+        return CopyReport(count, last)
+
+    def close_sync(self) -> None:
+        """Close without Trio, for command-line tools that never appended."""
+        if not self._closed:
+            self._closed = True
+            self._close_connections()
 
     # ---- lifecycle -----------------------------------------------------
     async def _close_backend(self) -> None:

@@ -1,0 +1,183 @@
+"""Orchestrator nodes sharing one log: ownership, leases and takeover.
+
+Every session belongs to the node that started it (``session.owned``, written
+before the session's first event).  A node proves it is alive with
+``node.heartbeat`` events, each extending its lease to ``lease_until``; a
+node that stops cleanly says so (``node.stopped``).  When a node's lease has
+lapsed without ``node.stopped`` — it was killed, or lost its machine — any
+other node may take over its sessions that have not ended.
+
+The resume rules (a session continued on the new node) are not in this build,
+so a takeover ends each such session with ``session.failed`` ``node_lost``,
+recorded after one ``node.takeover`` naming them (``resumed: false``).  Two
+nodes taking over at once cannot both do it: on PostgreSQL the takeover runs
+under a database-wide advisory lock and re-reads the log once it holds it.
+
+Everything is decided from the log alone (:func:`fold_nodes` is pure), so a
+replay tells who owned what and who took over when.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager, nullcontext
+
+import attrs
+import trio
+
+from trio_cap.events.clock import Clock, SystemClock
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import (
+    TERMINAL_EVENTS,
+    NodeHeartbeat,
+    NodeStopped,
+    NodeTakeover,
+    SessionFailed,
+    SessionOwned,
+)
+from trio_cap.events.log.base import EventLog
+
+DEFAULT_LEASE = 15.0
+"""Seconds a heartbeat keeps a node's sessions; renewed every third of it."""
+
+NODE_STREAM = "node:"
+"""Stream prefix of a node's own events (``node:<id>``)."""
+
+
+def default_node_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+@attrs.define
+class NodesView:
+    """Who owns which session, and each node's lease, as the log says so far."""
+
+    leases: dict[str, float] = attrs.field(factory=dict)
+    stopped: set[str] = attrs.field(factory=set)
+    taken: set[str] = attrs.field(factory=set)
+    owner: dict[str, str] = attrs.field(factory=dict)
+    ended: set[str] = attrs.field(factory=set)
+    last_seq: int = 0
+
+    def live_sessions(self, node: str) -> list[str]:
+        return [sid for sid, owner in self.owner.items() if owner == node and sid not in self.ended]
+
+    def lapsed(self, now: float, *, exclude: str | None = None) -> list[tuple[str, float]]:
+        """Nodes whose lease ended before ``now``, never stopped and not yet taken over."""
+        return [(node, until) for node, until in self.leases.items()
+                if until < now and node not in self.stopped and node not in self.taken
+                and node != exclude]
+
+
+def fold_nodes(view: NodesView, envelopes: Iterable[Envelope]) -> NodesView:
+    for env in envelopes:
+        event = env.event
+        if isinstance(event, NodeHeartbeat):
+            view.leases[event.node] = max(view.leases.get(event.node, 0.0), event.lease_until)
+        elif isinstance(event, SessionOwned):
+            view.owner[env.stream] = event.node
+            view.stopped.discard(event.node)
+        elif isinstance(event, TERMINAL_EVENTS):
+            view.ended.add(env.stream)
+        elif isinstance(event, NodeStopped):
+            view.stopped.add(event.node)
+        elif isinstance(event, NodeTakeover):
+            view.taken.add(event.lost)
+            for sid in event.sessions:
+                view.owner[sid] = event.node
+        view.last_seq = env.seq
+    return view
+
+
+def read_nodes(log: EventLog, view: NodesView | None = None, window: int = 4096) -> NodesView:
+    view = view or NodesView()
+    seq = view.last_seq + 1
+    while seq <= log.last_seq:
+        fold_nodes(view, log.read(seq, until=min(log.last_seq, seq + window - 1)))
+        seq += window
+    return view
+
+
+@attrs.frozen
+class Takeover:
+    lost: str
+    lapsed_at: float
+    sessions: tuple[str, ...]
+    seq: int
+
+
+async def take_over(log: EventLog, node: str, *, clock: Clock | None = None) -> list[Takeover]:
+    """Take over every lapsed node's live sessions (see the module rules); returns what was done.
+
+    Without the resume rules each session is marked ``session.failed``
+    ``node_lost``; the returned records say which.
+    """
+    clock = clock or SystemClock()
+    exclusive = getattr(log, "exclusive", None)
+    done: list[Takeover] = []
+    async with (exclusive("takeover") if exclusive else nullcontext()):
+        view = read_nodes(log)  # synchronous, as every log read is
+        now = clock.now()
+        for lost, until in view.lapsed(now, exclude=node):
+            sessions = tuple(view.live_sessions(lost))
+            seq = await log.append([NodeTakeover(node=node, lost=lost, lapsed_at=until,
+                                                 sessions=sessions, resumed=False)],
+                                   stream=NODE_STREAM + node)
+            for sid in sessions:
+                await log.append([SessionFailed(
+                    code="node_lost",
+                    message=f"node lost: {lost} stopped heartbeating (lease lapsed at "
+                            f"{until:.3f}); taken over by {node}, which cannot resume sessions "
+                            "in this build, so the session ended here")], stream=sid, cause=seq)
+            done.append(Takeover(lost, until, sessions, seq))
+    return done
+
+
+class Node:
+    """This process as a node of a shared log: owns the sessions it starts, heartbeats."""
+
+    def __init__(self, log: EventLog, node_id: str | None = None, *, lease: float = DEFAULT_LEASE,
+                 clock: Clock | None = None) -> None:
+        if not lease > 0:
+            raise ValueError(f"a lease must be a positive number of seconds, not {lease}")
+        self.log = log
+        self.id = node_id or default_node_id()
+        self.lease = lease
+        self.clock = clock or SystemClock()
+        self.stream = NODE_STREAM + self.id
+
+    async def heartbeat(self) -> int:
+        return await self.log.append([NodeHeartbeat(
+            node=self.id, lease_until=self.clock.now() + self.lease,
+            host=socket.gethostname(), pid=os.getpid())], stream=self.stream)
+
+    async def own(self, session_id: str) -> int:
+        return await self.log.append([SessionOwned(node=self.id)], stream=session_id)
+
+    async def _beat(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        await self.heartbeat()
+        task_status.started()
+        while True:
+            await trio.sleep(self.lease / 3)
+            await self.heartbeat()
+
+    async def stopped(self) -> None:
+        await self.log.append([NodeStopped(node=self.id)], stream=self.stream)
+
+
+@asynccontextmanager
+async def open_node(log: EventLog, node_id: str | None = None, *, lease: float = DEFAULT_LEASE,
+                    clock: Clock | None = None) -> AsyncIterator[Node]:
+    """Heartbeat while the block runs; ``node.stopped`` when it ends (not when killed)."""
+    node = Node(log, node_id, lease=lease, clock=clock)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(node._beat)
+        try:
+            yield node
+        finally:
+            nursery.cancel_scope.cancel()
+            with trio.CancelScope(shield=True):
+                if not log.closed:
+                    await node.stopped()
