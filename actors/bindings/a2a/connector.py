@@ -1,0 +1,389 @@
+"""The A2A driver's Trio shell: an httpx client (under Trio, through anyio) around the machine.
+
+Everything protocol-shaped is :class:`~.machine.A2aDriver`'s and
+:func:`~.machine_card.choose`'s; this module fetches the card, carries out the
+machine's :class:`~.machine.Post` / :class:`~.machine.CloseExchange` outputs
+as HTTP exchanges (one task each, in the connection's task group), parses SSE
+with ``httpx-sse``'s parser, and feeds what came of each exchange back in.
+Machine calls and their delivery run under one lock, so the log sees events
+in the order the machine made them whatever the interleaving of exchanges.
+
+What can go wrong while opening, each a one-line :class:`ConnectError`:
+
+=================================  ==================================================
+what happens during ``open``       what the caller gets
+=================================  ==================================================
+no URL (manifest has none)         ``a2a: no URL …``
+the agent cannot be reached        ``cannot reach the A2A agent at URL: …``
+no card at either well-known path  ``no A2A agent card at URL/.well-known/agent-card.json
+                                   or …/agent.json (HTTP 404)``
+HTTP 401/403 on the card           ``… refused the agent card request (HTTP 401) …``
+the card is not a card             ``the agent card at URL is not valid: …``
+no spelling we speak, strict mode  ``machine_card.CardRefused``'s line
+without the CAP extension, a card
+sending a token to another origin
+a token file that cannot be read   ``a2a: cannot read the token file F: …``
+=================================  ==================================================
+
+Settings (connector argument, else ``AgentSpec.options``, else the manifest's
+``[fast_path]`` ``x-`` keys, else the default): the bearer token
+(``token`` / ``token_file``; options ``a2a_token`` / ``a2a_token_file``;
+``x-a2a-token-file``, ``x-a2a-token-env``, ``x-a2a-token``; finally the
+``CAP_A2A_TOKEN`` environment variable) — never logged, sent only to the
+card's own origin; the CAP extension check (``cap_extension`` /
+``a2a_cap_extension`` / ``x-a2a-cap-extension``: ``warn``, the default, or
+``strict``); extra message metadata (``x-a2a-metadata``, a table; ``${cwd}``
+in its strings becomes the session's working directory).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import trio
+from httpx_sse import EventSource, SSEError
+
+from trio_cap.actors.bindings.a2a import frames as f
+from trio_cap.actors.bindings.a2a.machine import (
+    A2aDriver,
+    Body,
+    CloseExchange,
+    Dropped,
+    Ended,
+    HttpStatus,
+    Post,
+    SseData,
+)
+from trio_cap.actors.bindings.a2a.machine_card import EXTENSION_MODES, CardRefused, choose
+from trio_cap.actors.bindings.a2a.machine_parts import BINDING
+from trio_cap.actors.bindings.deliver import Deliverer
+from trio_cap.actors.bindings.process import open_task_group
+from trio_cap.actors.connection import AgentSpec, ConnectError
+from trio_cap.actors.ids import IdSource, RandomIds
+from trio_cap.events.kinds import Cancel, CancelScope, Event, SessionWarning
+
+TOKEN_ENV = "CAP_A2A_TOKEN"
+MAX_CARD = 1 << 20
+MAX_BODY = 16 << 20
+
+
+class A2aConnection:
+    def __init__(self, client: httpx.AsyncClient, machine: A2aDriver, out: Deliverer,
+                 nursery: trio.Nursery, *, token: str | None, extensions: bool,
+                 stream_timeout: float | None) -> None:
+        self.client = client
+        self.machine = machine
+        self.out = out
+        self.nursery = nursery
+        self.token = token
+        self.extensions = extensions
+        self.stream_timeout = stream_timeout
+        self.lock = trio.StrictFIFOLock()
+        self.scopes: dict[int, trio.CancelScope] = {}
+
+    # ---- Connection ---------------------------------------------------------------------
+    async def send(self, frames: Sequence[Event]) -> None:
+        await self._step(lambda: self.machine.send(frames))
+
+    async def cancel(self, scope: CancelScope) -> None:
+        await self._step(lambda: self.machine.send([Cancel(scope=scope)]))
+
+    # ---- plumbing -------------------------------------------------------------------------
+    async def _step(self, step: Callable[[], list[Any]]) -> None:
+        async with self.lock:
+            outputs = step()
+            rest = []
+            closing = []
+            for item in outputs:
+                kind = type(item)
+                if kind is Post:
+                    self.nursery.start_soon(self._exchange, item)
+                elif kind is CloseExchange:
+                    scope = self.scopes.pop(item.request_id, None)
+                    if scope is not None:
+                        closing.append(scope)
+                else:
+                    rest.append(item)
+            # Delivered first: the exchange being closed may be the very task running this
+            # step, and a cancelled scope would drop the turn's end on the floor.
+            await self.out(rest)
+            for scope in closing:
+                scope.cancel()
+
+    async def _feed(self, frame: object) -> None:
+        await self._step(lambda: self.machine.receive_frame(frame))
+
+    def headers(self, spelling: f.Spelling, streaming: bool) -> dict[str, str]:
+        headers = {"Content-Type": "application/json",
+                   "Accept": "text/event-stream, application/json" if streaming
+                   else "application/json",
+                   f.VERSION_HEADER: spelling}
+        if self.extensions:
+            headers[f.EXTENSIONS_HEADER[spelling]] = f.CAP_EXTENSION
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        return headers
+
+    async def _exchange(self, post: Post) -> None:
+        rid = post.request_id
+        with trio.CancelScope() as scope:
+            self.scopes[rid] = scope
+            if post.delay:
+                await trio.sleep(post.delay)
+            responded = False
+            timeout = httpx.Timeout(30.0, read=self.stream_timeout if post.streaming else 60.0)
+            try:
+                async with self.client.stream(
+                        "POST", post.url, content=post.body, timeout=timeout,
+                        headers=self.headers(post.spelling, post.streaming)) as resp:
+                    responded = True
+                    if not resp.is_success:
+                        await self._feed(HttpStatus(rid, resp.status_code,
+                                                    await _read(resp, 4096, cut=True)))
+                    elif "text/event-stream" in resp.headers.get("content-type", ""):
+                        async for sse in EventSource(resp).aiter_sse():
+                            if sse.data:
+                                await self._feed(SseData(rid, sse.data.encode()))
+                        await self._feed(Ended(rid))
+                    else:
+                        await self._feed(Body(rid, await _read(resp, MAX_BODY)))
+                        await self._feed(Ended(rid))
+            except httpx.TimeoutException as exc:
+                await self._feed(Dropped(rid, _describe(exc), timeout=True,
+                                         responded=responded))
+            except (httpx.TransportError, httpx.StreamError, SSEError, _TooLarge) as exc:
+                await self._feed(Dropped(rid, _describe(exc), responded=responded))
+        self.scopes.pop(rid, None)
+
+    async def shutdown(self) -> None:
+        """Leaving the session: cancel a running task at the agent (bounded), end every exchange."""
+        with trio.move_on_after(5) as bound:
+            bound.shield = True
+            if self.machine.turn_open and self.machine.task_id is not None:
+                async with self.lock:
+                    posts = [p for p in self.machine.send([Cancel(scope="current_turn")])
+                             if type(p) is Post]
+                for post in posts:  # awaited here, not in the task group being torn down
+                    await self._exchange(post)
+        async with self.lock:
+            outputs = self.machine.close()
+        for item in outputs:
+            scope = self.scopes.pop(getattr(item, "request_id", -1), None)
+            if scope is not None:
+                scope.cancel()
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _read(resp: httpx.Response, limit: int, *, cut: bool = False) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            if cut:
+                break
+            raise _TooLarge(f"the answer is larger than {limit} bytes")
+    return b"".join(chunks)[:limit] if cut else b"".join(chunks)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+# ---- settings ---------------------------------------------------------------------------------
+
+
+def _manifest_x(spec: AgentSpec, key: str) -> Any:
+    manifest = spec.options.get("manifest")
+    extensions = getattr(manifest, "extensions", None) or {}
+    return extensions.get(f"fast_path.{key}")
+
+
+def _read_token_file(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            token = fh.read(65536).strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise ConnectError(f"a2a: cannot read the token file {path}: {reason}") from None
+    if not token or any(c.isspace() for c in token):
+        raise ConnectError(f"a2a: the token file {path} must hold one token on one line")
+    return token
+
+
+def resolve_token(spec: AgentSpec, token: str | None = None,
+                  token_file: str | None = None) -> str | None:
+    """The bearer token, by the precedence in the module docstring; never put in a message."""
+    if token:
+        return token
+    if token_file:
+        return _read_token_file(token_file)
+    opts = spec.options
+    if opts.get("a2a_token"):
+        return str(opts["a2a_token"])
+    if opts.get("a2a_token_file"):
+        return _read_token_file(str(opts["a2a_token_file"]))
+    path = _manifest_x(spec, "x-a2a-token-file")
+    if isinstance(path, str) and path:
+        return _read_token_file(os.path.expanduser(path))
+    env = _manifest_x(spec, "x-a2a-token-env")
+    if isinstance(env, str) and env and os.environ.get(env):
+        return os.environ[env].strip()
+    literal = _manifest_x(spec, "x-a2a-token")
+    if isinstance(literal, str) and literal:
+        return literal
+    return os.environ.get(TOKEN_ENV, "").strip() or None
+
+
+def _mode(spec: AgentSpec, given: str | None) -> str:
+    mode = given or spec.options.get("a2a_cap_extension") or _manifest_x(
+        spec, "x-a2a-cap-extension") or "warn"
+    if mode not in EXTENSION_MODES:
+        raise ConnectError(f"a2a: x-a2a-cap-extension must be one of {', '.join(EXTENSION_MODES)}"
+                           f", not {mode!r}")
+    return str(mode)
+
+
+def _metadata(spec: AgentSpec) -> dict[str, Any]:
+    table = _manifest_x(spec, "x-a2a-metadata")
+    if table is None:
+        return {}
+    if not isinstance(table, dict):
+        raise ConnectError("a2a: fast_path.x-a2a-metadata must be a table")
+    cwd = spec.config.cwd
+
+    def sub(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace("${cwd}", cwd)
+        if isinstance(value, dict):
+            return {k: sub(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [sub(v) for v in value]
+        return value
+
+    return sub(table)
+
+
+def card_urls(url: str) -> list[str]:
+    """Where to look for the card: under the URL's path, then at its origin's root."""
+    parts = urlsplit(url)
+    if parts.path.endswith(".json"):
+        return [url]
+    base = url.rstrip("/")
+    urls = [base + path for path in f.CARD_PATHS]
+    root = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+    if parts.path.strip("/"):
+        urls += [root + path for path in f.CARD_PATHS]
+    return urls
+
+
+async def fetch_card(client: httpx.AsyncClient, url: str,
+                     token: str | None) -> tuple[f.AgentCard, str]:
+    headers = {"Accept": "application/json", f.VERSION_HEADER: f.CURRENT}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    statuses: list[str] = []
+    tried = card_urls(url)
+    for where in tried:
+        try:
+            async with client.stream("GET", where, headers=headers) as resp:
+                if resp.status_code in (401, 403):
+                    raise ConnectError(f"the A2A agent at {where} refused the agent card request "
+                                       f"(HTTP {resp.status_code}): give a bearer token with "
+                                       f"--token-file, {TOKEN_ENV} or fast_path.x-a2a-token-file")
+                if not resp.is_success:
+                    statuses.append(str(resp.status_code))
+                    continue
+                body = await _read(resp, MAX_CARD)
+        except httpx.TimeoutException as exc:
+            raise ConnectError(f"the A2A agent at {where} did not answer in time: "
+                               f"{_describe(exc)}") from None
+        except (httpx.TransportError, httpx.StreamError, _TooLarge) as exc:
+            raise ConnectError(f"cannot reach the A2A agent at {where}: {_describe(exc)}") from None
+        try:
+            return f.decode_card(body), where
+        except f.FrameError as exc:
+            raise ConnectError(f"the agent card at {where} is not valid: {exc}") from None
+    raise ConnectError(f"no A2A agent card at {' or '.join(tried)} "
+                       f"(HTTP {', '.join(dict.fromkeys(statuses))})")
+
+
+class A2aConnector:
+    """Drives a remote agent over A2A, either spelling (``binding = "a2a"``).
+
+    ``token`` / ``token_file`` give the bearer token (``cap run --token-file``);
+    ``cap_extension`` is ``warn`` or ``strict``; ``stream_timeout`` bounds the
+    silence on an SSE stream (a2a-sdk pings every 15 s); ``transport`` replaces
+    httpx's (tests).
+    """
+
+    binding = BINDING
+
+    def __init__(self, *, token: str | None = None, token_file: str | None = None,
+                 cap_extension: str | None = None, connect_timeout: float = 10.0,
+                 stream_timeout: float | None = 300.0, max_resubscribes: int = 3,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self.token = token
+        self.token_file = token_file
+        self.cap_extension = cap_extension
+        self.connect_timeout = connect_timeout
+        self.stream_timeout = stream_timeout
+        self.max_resubscribes = max_resubscribes
+        self.transport = transport
+
+    @asynccontextmanager
+    async def open(self, spec: AgentSpec,
+                   deliver: trio.MemorySendChannel[Any]) -> AsyncIterator[A2aConnection]:
+        try:
+            if not spec.url:
+                raise ConnectError("a2a: no URL (set fast_path.a2a_serve_at, or use a2a:URL)")
+            token = resolve_token(spec, self.token, self.token_file)
+            mode = _mode(spec, self.cap_extension)
+            metadata = _metadata(spec)
+        except ConnectError:
+            deliver.close()
+            raise
+        ids: IdSource = spec.ids or RandomIds()
+        timeout = httpx.Timeout(self.connect_timeout)
+        failure: str | None = None
+        try:
+            async with httpx.AsyncClient(timeout=timeout, transport=self.transport,
+                                         follow_redirects=False, trust_env=False) as client:
+                try:
+                    card, card_url = await fetch_card(client, spec.url, token)
+                    choice = choose(card, card_url, mode=mode, token=token is not None)  # type: ignore[arg-type]
+                except (ConnectError, CardRefused) as exc:
+                    failure = str(exc)
+                if failure is None:
+                    machine = A2aDriver(choice, new_id=lambda: ids.new("a2a-msg"),
+                                        metadata=metadata,
+                                        max_resubscribes=self.max_resubscribes)
+                    out = Deliverer(deliver)
+                    if not choice.cap_extension:
+                        await out.events([SessionWarning(
+                            code="a2a_no_cap_extension",
+                            message=f"the A2A agent {card.name!r} does not declare the CAP "
+                            f"extension {f.CAP_EXTENSION!r}; driving it as a plain A2A agent "
+                            "(text, artifacts and task states only)")])
+                    async with open_task_group() as nursery:
+                        conn = A2aConnection(client, machine, out, nursery, token=token,
+                                             extensions=choice.cap_extension,
+                                             stream_timeout=self.stream_timeout)
+                        try:
+                            yield conn
+                        finally:
+                            await conn.shutdown()
+        finally:
+            deliver.close()
+        if failure is not None:
+            raise ConnectError(failure)
