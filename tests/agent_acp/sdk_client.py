@@ -89,6 +89,7 @@ class RecordingClient:
         self.terminals: dict[str, _Terminal] = {}
         self.commands: list[tuple[str, list[str]]] = []
         self.conn: Any = None
+        self.updated = asyncio.Event()  # set by the first session/update
 
     def capabilities(self) -> ClientCapabilities:
         return ClientCapabilities(
@@ -102,6 +103,7 @@ class RecordingClient:
     # ---- the SDK's Client interface ------------------------------------------------
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
         self.updates.append((session_id, update))
+        self.updated.set()
 
     async def request_permission(self, session_id: str, tool_call: Any, options: list[Any],
                                  **_: Any) -> RequestPermissionResponse:

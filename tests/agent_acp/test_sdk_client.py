@@ -161,8 +161,7 @@ def test_cancel_mid_turn_ends_the_prompt_cancelled(tmp_path: Path) -> None:
             session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
             turn = asyncio.ensure_future(conn.prompt(
                 session_id=session.session_id, prompt=[text_block("think: working\nwait 60")]))
-            while not client.updates:  # the turn is under way (bounded by run's limit)
-                await asyncio.sleep(0.01)
+            await client.updated.wait()  # the turn is under way (bounded by run's limit)
             await conn.cancel(session_id=session.session_id)
             response = await turn
             after = await conn.prompt(session_id=session.session_id,
