@@ -75,7 +75,7 @@ _RANGE = ("SELECT seq, at, stream, cause, payload FROM cap_events "
           "WHERE seq BETWEEN %s AND %s ORDER BY seq")
 _STREAM = ("SELECT seq, at, stream, cause, payload FROM cap_events "
            "WHERE stream = %s AND seq BETWEEN %s AND %s ORDER BY seq")
-_APPEND = "SELECT cap_append(%s, %s, %s, %s, %s, %s)"
+_APPEND = "SELECT cap_append(%b, %b, %b, %b, %b, %b)"  # binary: payloads travel as bytes
 _HEAD = "SELECT last_seq FROM cap_head"
 
 _logger = logging.getLogger("trio_cap.log.postgres")

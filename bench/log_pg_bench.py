@@ -1,0 +1,170 @@
+"""``python -m bench log --backend postgres``: the PostgreSQL log against ``eventsourcing``.
+
+One throwaway server (fsync on, synchronous commit: an append is durable when
+acknowledged) holds both: trio-cap's ``PostgresEventLog`` and the
+``eventsourcing`` library's ``PostgresApplicationRecorder`` (its global-order
+recorder, the peer of our global seq), storing the same events — the same
+msgpack bytes as payload — in batches of 1, 100 and 1,000, one transaction
+per batch, each acknowledged before the next, runs interleaved, medians.
+
+Also: subscriber latency (append called → a second log object, on its own
+connection, has the event through LISTEN/NOTIFY), p50/p99; and replay (all
+events read back and folded into the projections) against the peer's
+``select_notifications`` reading the same rows.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+import uuid
+
+import msgspec
+import trio
+
+from bench.log_bench import sample_events
+from bench.pg_server import PgServer
+from trio_cap.events.log.postgres import PostgresEventLog
+from trio_cap.events.replay import replay
+
+BATCHES = (1, 100, 1000)
+ROUNDS = 3
+TARGET_RATIO = 5.0
+TARGET_P99_MS = 20.0
+
+
+def _sizes(quick: bool) -> dict[int, int]:
+    return {1: 300, 100: 5000, 1000: 20000} if quick else {1: 1500, 100: 30000, 1000: 100000}
+
+
+def _ours(url: str, events: list, batch: int) -> float:
+    async def main() -> float:
+        log = await PostgresEventLog.open(url, listen=False)
+        start = time.perf_counter()
+        for i in range(0, len(events), batch):
+            await log.append(events[i : i + batch], stream="sess-bench", cause=1)
+        took = time.perf_counter() - start
+        await log.aclose()
+        return len(events) / took
+
+    return trio.run(main)
+
+
+def _peer_recorder(server: PgServer, schema: str):
+    from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+
+    datastore = PostgresDatastore("postgres", "127.0.0.1", server.port, "postgres", "",
+                                  schema=schema)
+    recorder = PostgresApplicationRecorder(datastore, events_table_name="stored_events")
+    recorder.create_table()
+    return datastore, recorder
+
+
+def _peer(server: PgServer, schema: str, events: list, batch: int) -> float:
+    from eventsourcing.persistence import StoredEvent
+
+    datastore, recorder = _peer_recorder(server, schema)
+    encode = msgspec.msgpack.encode
+    stored = [StoredEvent(originator_id=uuid.uuid4(), originator_version=1,
+                          topic=type(ev).__name__, state=encode(ev)) for ev in events]
+    start = time.perf_counter()
+    for i in range(0, len(stored), batch):
+        recorder.insert_events(stored[i : i + batch])
+    took = time.perf_counter() - start
+    datastore.close()
+    return len(events) / took
+
+
+def _latency(url: str, n: int) -> tuple[float, float]:
+    async def main() -> list[float]:
+        writer = await PostgresEventLog.open(url, listen=False)
+        reader = await PostgresEventLog.open(url, listen=True)
+        sent: dict[int, float] = {}
+        got: list[float] = []
+        events = sample_events(n)
+
+        async def follow(task_status=trio.TASK_STATUS_IGNORED) -> None:
+            task_status.started()
+            async for batch in reader.subscribe(reader.last_seq + 1):
+                now = time.perf_counter()
+                for env in batch:
+                    got.append(now - sent[env.seq])
+                if len(got) >= n:
+                    return
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(follow)
+            for ev in events:
+                start = time.perf_counter()
+                seq = writer.last_seq + 1  # one writer: the seq this append will get
+                sent[seq] = start
+                assert await writer.append([ev], stream="sess-lat") == seq
+                await trio.sleep(0.002)  # a live session's pace, not a flood
+        await writer.aclose()
+        await reader.aclose()
+        return got
+
+    lat = sorted(trio.run(main))
+    return lat[len(lat) // 2] * 1000, lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
+
+
+def _replay_ours(url: str) -> float:
+    log = PostgresEventLog(url, readonly=True)
+    start = time.perf_counter()
+    state = replay(log)
+    took = time.perf_counter() - start
+    log.close()
+    return state.last_seq / took
+
+
+def _replay_peer(server: PgServer, schema: str) -> float:
+    datastore, recorder = _peer_recorder(server, schema)
+    start = time.perf_counter()
+    count, nxt = 0, 1
+    while True:
+        page = recorder.select_notifications(nxt, 4096)
+        if not page:
+            break
+        count += len(page)
+        nxt = page[-1].id + 1
+    took = time.perf_counter() - start
+    datastore.close()
+    return count / took
+
+
+def run(quick: bool = False) -> None:
+    events_all = sample_events(max(_sizes(quick).values()))
+    with PgServer() as server:
+        schemas = iter(f"b{i}" for i in range(10_000))
+
+        def fresh() -> str:
+            name = next(schemas)
+            server.psql(f"CREATE SCHEMA {name}")
+            return name
+
+        print("PostgreSQL log (throwaway server on 127.0.0.1, fsync on; events/s, median of "
+              f"{ROUNDS} interleaved runs; peer: eventsourcing PostgresApplicationRecorder)")
+        print(f"{'batch':>6} {'events':>8} {'trio-cap':>12} {'eventsourcing':>14} {'ratio':>7}")
+        last_url = None
+        for batch, n in _sizes(quick).items():
+            events = events_all[:n]
+            ours, peer = [], []
+            for _ in range(ROUNDS):
+                last_url = server.url_for(fresh())
+                ours.append(_ours(last_url, events, batch))
+                peer.append(_peer(server, fresh(), events, batch))
+            o, p = statistics.median(ours), statistics.median(peer)
+            verdict = "ok" if o / p >= TARGET_RATIO else f"below the {TARGET_RATIO:g}x target"
+            print(f"{batch:>6} {n:>8} {o:>12,.0f} {p:>14,.0f} {o / p:>6.1f}x  {verdict}")
+        p50, p99 = _latency(server.url_for(fresh()), 200 if quick else 1000)
+        verdict = "ok" if p99 < TARGET_P99_MS else f"above the {TARGET_P99_MS:g} ms target"
+        print(f"subscriber latency, append called -> other connection's subscriber has it: "
+              f"p50 {p50:.2f} ms, p99 {p99:.2f} ms  {verdict}")
+        # replay what the last batch-1000 run stored, and the peer's read of the same count
+        peer_schema = fresh()
+        _peer(server, peer_schema, events_all[: _sizes(quick)[1000]], 1000)
+        r_ours = statistics.median(_replay_ours(last_url) for _ in range(ROUNDS))
+        r_peer = statistics.median(_replay_peer(server, peer_schema) for _ in range(ROUNDS))
+        print(f"replay: trio-cap read + fold into projections {r_ours:,.0f} events/s; "
+              f"eventsourcing select_notifications (read only, no decode) {r_peer:,.0f} "
+              f"events/s; ratio {r_ours / r_peer:.1f}x")
