@@ -187,7 +187,12 @@ class Session:
         return await self.wait_terminal()
 
     async def wait_terminal(self) -> SessionView:
-        return await self.wait_status(*TERMINAL_STATUSES)
+        """Wait until the session has ended and its actor has finished: its connection is
+        closed and the agent's process reaped (the actor ends at most a grace after its
+        terminal event)."""
+        view = await self.wait_status(*TERMINAL_STATUSES)
+        await self.gone.wait()
+        return view
 
     async def wait_status(self, *statuses: str) -> SessionView:
         """Wait until the session is in one of ``statuses``; SessionEnded if it ends first."""

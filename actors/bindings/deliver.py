@@ -14,6 +14,11 @@ all of them:
 * :class:`KillAgent` flushes the events before it (its reason is in them)
   then calls ``kill``.
 
+With a :class:`~trio_cap.actors.recording.Recorder` (``--record``), the step's
+``received`` frame.in leads its first batch and each ToAgent write is logged as
+a frame.out at its place among the step's events (docs/architecture.md,
+"Recording a binding").
+
 A machine may use its own ToAgent-shaped class (any value with a ``data``
 attribute of bytes); anything else that is not an event is a bug in the
 machine and raises ``TypeError`` at once rather than being dropped.
@@ -27,6 +32,7 @@ from typing import Any
 import trio
 
 from trio_cap.actors.bindings.base import AgentBatch, AgentGone, KillAgent, ToAgent, TurnEnded
+from trio_cap.actors.recording import Recorder
 from trio_cap.events.kinds import Event
 
 Write = Callable[[bytes], Awaitable[Any]]
@@ -59,13 +65,15 @@ class Deliverer:
     """Batches one step's outputs into the session inbox; see the module rules."""
 
     def __init__(self, inbox: trio.MemorySendChannel[Any], *, write: Write | None = None,
-                 kill: Kill | None = None) -> None:
+                 kill: Kill | None = None, recorder: Recorder | None = None) -> None:
         self.inbox = inbox
         self._write = write
         self._kill = kill
+        self.recorder = recorder
 
-    async def __call__(self, outputs: Iterable[object]) -> None:
-        events: list[Event] = []
+    async def __call__(self, outputs: Iterable[object], received: Event | None = None) -> None:
+        """Deliver one step; ``received`` is the step's recorded input (a frame.in), if any."""
+        events: list[Event] = [] if received is None else [received]
         routes = _ROUTES
         for item in outputs:
             route = routes.get(type(item))
@@ -86,6 +94,8 @@ class Deliverer:
             else:
                 if self._write is None:
                     raise TypeError(f"{type(item).__name__}: this shell has no agent to write to")
+                if self.recorder is not None:
+                    events.append(self.recorder.out_event(item.data))  # type: ignore[attr-defined]
                 await self._write(item.data)  # type: ignore[attr-defined]
         if events:
             await self.inbox.send(AgentBatch(events))

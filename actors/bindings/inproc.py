@@ -18,10 +18,11 @@ import trio
 from trio_cap.actors.agent.brain import ScriptedBrain
 from trio_cap.actors.agent.core import AgentCore, Emitted
 from trio_cap.actors.agent.script import Script
-from trio_cap.actors.bindings.base import AgentGone
+from trio_cap.actors.bindings.base import AgentBatch, AgentGone, TurnEnded
 from trio_cap.actors.bindings.deliver import Deliverer
 from trio_cap.actors.bindings.process import open_task_group
 from trio_cap.actors.connection import AgentSpec
+from trio_cap.actors.recording import Recorder
 from trio_cap.events.kinds import Cancel, CancelScope, Event
 
 
@@ -47,7 +48,10 @@ class InprocConnector:
         script: Script | None = spec.options.get("script")
         frames_send, frames_receive = trio.open_memory_channel[Event](64)
 
+        recorder: Recorder | None = spec.options.get("recorder")
         emit: Callable[[Sequence[Emitted]], Awaitable[None]] = Deliverer(deliver)
+        if recorder is not None:
+            emit = _recording(emit, recorder)
         core = AgentCore(ScriptedBrain(script), emit, session_id=spec.options.get(
             "agent_session_id", "cap-agent"))
 
@@ -60,6 +64,8 @@ class InprocConnector:
             except Exception as exc:  # a crashed brain is a dead agent, not a crashed orchestrator
                 reason = f"the in-process agent crashed: {exc!r}"
             try:
+                if recorder is not None:  # the agent's end is an input a replay must see
+                    await deliver.send(AgentBatch([recorder.gone(reason, None)]))
                 await deliver.send(AgentGone(reason))
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
@@ -73,3 +79,19 @@ class InprocConnector:
                     frames_send.close()
         finally:
             deliver.close()  # sync: a checkpoint here could replace the caller's error
+
+
+def _recording(emit: Callable[[Sequence[Emitted]], Awaitable[None]],
+               recorder: Recorder) -> Callable[[Sequence[Emitted]], Awaitable[None]]:
+    """In process the frames are the events themselves (already logged); what has no event
+    of its own is a turn's end, so a frame.in marks each one for replay."""
+    async def recorded(outputs: Sequence[Emitted]) -> None:
+        if any(type(o) is TurnEnded for o in outputs):
+            marked: list[Emitted] = []
+            for o in outputs:
+                if type(o) is TurnEnded:
+                    marked.append(recorder.turn_ended(o.stop_reason))
+                marked.append(o)
+            outputs = marked
+        await emit(outputs)
+    return recorded

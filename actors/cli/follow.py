@@ -19,6 +19,8 @@ from trio_cap.events.envelope import Envelope, to_json_obj
 from trio_cap.events.kinds import (
     AskUserAnswer,
     CapSessionReady,
+    FrameIn,
+    FrameOut,
     PermissionResponse,
     SessionCancelled,
     SessionCompleted,
@@ -31,7 +33,7 @@ from trio_cap.events.kinds import (
 )
 
 _QUIET = (SessionConfig, UserInputInject, PermissionResponse, AskUserAnswer, CapSessionReady,
-          SessionIdle)
+          SessionIdle, FrameIn, FrameOut)
 _TERMINAL = (SessionCompleted, SessionCancelled, SessionFailed)
 
 

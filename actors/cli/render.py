@@ -17,6 +17,8 @@ from trio_cap.events.kinds import (
     CancelRequested,
     CapError,
     CapSessionReady,
+    FrameIn,
+    FrameOut,
     InputInjected,
     LogRecovered,
     PermissionDecided,
@@ -24,6 +26,8 @@ from trio_cap.events.kinds import (
     PermissionRequest,
     PermissionResponse,
     Plan,
+    RunResumed,
+    RunStarted,
     SessionCancelled,
     SessionCompleted,
     SessionConfig,
@@ -140,7 +144,29 @@ def describe(ev: object) -> str:
             return f"→ cancel {ev.scope}"
         case PermissionResponse():
             return f"→ permission {ev.req_id}: {ev.decision}"
+        case FrameIn():
+            return f"⇐ {ev.binding} " + _frame(ev)
+        case FrameOut():
+            return f"⇒ {ev.binding} " + _frame(ev)
+        case RunStarted():
+            return f"run: {len(ev.tasks)} prompt(s) for {ev.agent}, record {ev.record}"
+        case RunResumed():
+            rerun = f", re-running turn(s) {list(ev.rerun_turns)}" if ev.rerun_turns else ""
+            return (f"run {ev.how} after seq {ev.after_seq}: {ev.turns_done} turn(s) were done"
+                    f"{rerun}" + (f" ({ev.reason})" if ev.reason else ""))
     return _short(msgspec.to_builtins(ev), 160)
+
+
+def _frame(ev: FrameIn | FrameOut) -> str:
+    if isinstance(ev, FrameIn) and ev.signal:
+        return f"[{ev.signal}] {_short(ev.text or '')}"
+    if isinstance(ev, FrameIn) and ev.eof:
+        return "[end of output]"
+    if ev.text is not None:
+        return _short(ev.text, 140)
+    if ev.data_b64 is not None:
+        return f"[{len(ev.data_b64) * 3 // 4} bytes]"
+    return _short(ev.frame, 140)
 
 
 def _json(value: object) -> str:

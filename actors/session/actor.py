@@ -163,6 +163,8 @@ class SessionActor(Actor):
         self.shutdown_reason = shutdown_reason or (lambda: "orchestrator shut down")
         """Why the session ends if the orchestrator stops it (read at that moment)."""
         self._rearm = trio.Event()
+        self.recorder: Any = None
+        """The chosen connection's :class:`~trio_cap.actors.recording.Recorder`, if recording."""
 
     async def run(self, ctx: ActorContext) -> None:
         machine = self.machine
@@ -199,6 +201,8 @@ class SessionActor(Actor):
                 await self._apply(machine.fail(exc.code, str(exc)))
                 return
             ctx.keep_on_stop(connecting)
+            self.recorder = chosen.spec.options.get("recorder")
+            await self._recorded_out(None)  # what the handshake wrote
             await self._apply(machine.start(chosen.binding))
             async with trio.open_nursery() as clock:
                 if self.timer.timeouts.enabled:
@@ -317,13 +321,22 @@ class SessionActor(Actor):
                 if self.conn is not None:
                     await self.log.append([out.frame], stream=self.stream, cause=out.cause)
                     await self.conn.send([out.frame])
+                    await self._recorded_out(out.cause)
             elif isinstance(out, CancelAgent):
                 if self.conn is not None:
                     frame = Cancel(scope=out.scope, reason=out.reason)
                     await self.log.append([frame], stream=self.stream, cause=out.cause)
                     await self.conn.cancel(out.scope)
+                    await self._recorded_out(out.cause)
             elif isinstance(out, Close):
                 pass  # leaving the connection's context closes it
+
+    async def _recorded_out(self, cause: int | None) -> None:
+        """Log what the connection wrote for the last send (``--record``), after the send."""
+        if self.recorder is not None:
+            written = self.recorder.take_out()
+            if written:
+                await self.log.append(written, stream=self.stream, cause=cause)
 
 
 def _refuse_queued(ctx: ActorContext) -> None:

@@ -401,6 +401,27 @@ class FileEventLog(EventLog):
                     yield from (env for env in batch if from_seq <= env.seq <= to_seq)
             i = k + 1
 
+    def refresh(self) -> int:
+        """A read-only log: take in the whole records another process appended since it was
+        opened (``cap log show --follow``); returns the last seq.  A partial record at the
+        end (an append being written) or damage is left for a later call to look at again."""
+        if not self.readonly or self._closed:
+            return self._visible_seq
+        size = os.fstat(self._fd).st_size
+        if size <= self._end:
+            return self._visible_seq
+        last = self._visible_seq
+        for found in scan_file(self._fd, size, Scanner(self._end, last + 1)):
+            if type(found) is not Record:
+                break
+            offset, length, first, count, _ = found
+            self._index(offset, length, first)
+            self._end = offset + HEADER_SIZE + length
+            last = first + count - 1
+            self._next_seq = self._recent_base = self._indexed_from = last + 1
+        self._publish(last)
+        return last
+
     def close(self) -> None:
         """Close a read-only log without Trio (command-line readers)."""
         if not self.readonly:

@@ -44,6 +44,7 @@ from trio_cap.actors.bindings.stream_json.driver_argv import driver_argv
 from trio_cap.actors.bindings.stream_json.driver_blocks import BINDING
 from trio_cap.actors.connection import AgentSpec, ConnectError
 from trio_cap.actors.ids import IdSource, RandomIds
+from trio_cap.actors.recording import Recorder
 from trio_cap.events.kinds import Cancel, CancelScope, Event
 
 _UUIDS = uuid.UUID("6f1c2b0e-2a57-4d43-9c55-7472696f2d63")
@@ -64,12 +65,13 @@ def uuid_source(ids: IdSource) -> Callable[[], str]:
 
 class StreamJsonConnection:
     def __init__(self, agent: AgentProcess, driver: StreamJsonDriver,
-                 deliver: trio.MemorySendChannel[Any]) -> None:
+                 deliver: trio.MemorySendChannel[Any], recorder: Recorder | None = None) -> None:
         self.agent = agent
         self.proc = agent.proc
         self.driver = driver
         self.deliver = deliver
-        self.out = Deliverer(deliver, write=agent.write, kill=self._kill)
+        self.recorder = recorder
+        self.out = Deliverer(deliver, write=agent.write, kill=self._kill, recorder=recorder)
         self.settled = trio.Event()
         """Set when the handshake succeeded or failed, or the agent went away."""
         self.gone_reason: str | None = None
@@ -77,32 +79,43 @@ class StreamJsonConnection:
 
     # ---- Connection -------------------------------------------------------
     async def send(self, frames: Sequence[Event]) -> None:
-        await self.agent.write(b"".join(self.driver.send(frame) for frame in frames))
+        await self._write(b"".join(self.driver.send(frame) for frame in frames))
+
+    async def _write(self, data: bytes) -> None:
+        if self.recorder is not None:
+            self.recorder.bytes_out(data)
+        await self.agent.write(data)
 
     async def cancel(self, scope: CancelScope) -> None:
         if scope == "session":
+            if self.recorder is not None:
+                self.recorder.frame_out({"stdin": "closed"})
             await self.agent.close_stdin()  # the agent finishes queued work and exits
             return
-        await self.agent.write(self.driver.send(Cancel(scope="current_turn")))
+        await self._write(self.driver.send(Cancel(scope="current_turn")))
 
     # ---- plumbing ---------------------------------------------------------
     async def _kill(self, reason: str) -> None:
         await self.agent.terminate(graceful=False)  # a hard cancel: no stdin-EOF grace
 
     async def _feed(self, data: bytes) -> None:
-        await self.out(self.driver.receive_data(data))
+        received = self.recorder.bytes_in(data) if self.recorder is not None else None
+        await self.out(self.driver.receive_data(data), received)
         if self.driver.state in (DriverState.READY, DriverState.FAILED):
             self.settled.set()
 
     async def read_stdout(self) -> None:
         try:
             await self.agent.pump_stdout(self._feed)
-            await self.out(self.driver.receive_eof())
+            rec = self.recorder
+            await self.out(self.driver.receive_eof(), rec.eof() if rec is not None else None)
             await self.agent.wait_exit()
             self.gone_reason = self.agent.describe_exit()
             self.settled.set()
             if not self._closing:
-                await self.deliver.send(AgentGone(self.gone_reason, self.agent.returncode))
+                code = self.agent.returncode
+                await self.out([AgentGone(self.gone_reason, code)],
+                               rec.gone(self.gone_reason, code) if rec is not None else None)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self.settled.set()  # the session stopped listening, or we closed: shutdown follows
 
@@ -111,7 +124,7 @@ class StreamJsonConnection:
 
     async def handshake(self, seconds: float) -> str | None:
         """Send ``initialize`` and wait for its answer; why it failed, or None."""
-        await self.agent.write(self.driver.initialize())
+        await self._write(self.driver.initialize())
         await self.agent.wait_for(self.settled, seconds)  # or until the agent has exited
         if self.driver.state is DriverState.READY:
             return None
@@ -167,7 +180,10 @@ class StreamJsonConnector:
     async def open(self, spec: AgentSpec,
                    deliver: trio.MemorySendChannel[Any]) -> AsyncIterator[StreamJsonConnection]:
         config = spec.config
+        recorder: Recorder | None = spec.options.get("recorder")
         new_uuid = uuid_source(spec.ids or RandomIds())
+        if recorder is not None:
+            new_uuid = recorder.ids(new_uuid)
         agent_session = config.session_resume_id or new_uuid()
         try:
             argv = driver_argv(spec.argv, config, agent_session)
@@ -181,7 +197,7 @@ class StreamJsonConnector:
                                    grace=self.grace) as agent:
                 driver = StreamJsonDriver(new_uuid=new_uuid, session_id=agent_session,
                                           cwd=config.cwd)
-                conn = StreamJsonConnection(agent, driver, deliver)
+                conn = StreamJsonConnection(agent, driver, deliver, recorder)
                 async with open_task_group() as readers:
                     readers.start_soon(conn.read_stderr)
                     readers.start_soon(conn.read_stdout)

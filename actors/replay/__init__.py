@@ -1,0 +1,1 @@
+"""Replay debugging and crash-resume: re-check a recorded run, play an agent back, resume."""

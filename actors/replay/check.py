@@ -1,0 +1,440 @@
+"""``cap replay --check``: run a recorded session again, offline, and compare every event.
+
+The session actor is a thin shell: what it logs is decided by the session
+machine (and, with ``--record``, by the binding's machine) from its inputs.
+This module is that shell again without Trio, processes or a filesystem: it
+rebuilds the machines from the session's first events, takes each *input*
+from the log in the order the actor handled it — the recorded frames
+(``frame.in``), the owner's commands, the timer expiries and the owner's
+close (both known from the events they caused) — and appends what the
+machines answer to a virtual log whose seqs are the recorded ones.  The first
+event that differs is a :class:`Divergence`.
+
+How inputs are recognised, in the order the actor's inbox took them:
+
+* ``frame.in``: fed to the binding's replay machine (:mod:`.bindings`); its
+  outputs are delivered as the Deliverer does.  Batches the actor merged
+  (consecutive inbox messages taken in one go) are merged here when the log
+  shows the next batch's first event right where this batch's events end;
+  merging or not gives the same events unless the machine answered in
+  between, which the log shows.
+* in-process (no wire): agent events are their own frames; ``frame.in``
+  signals mark turn ends and the agent's end.  A log recorded with
+  ``--record off`` has neither, so turn ends and the agent's death are taken
+  from the ``session.turn_ended`` / ``session.failed`` they caused.
+* ``input.injected``, ``cancel.requested``, a human's ``permission.decided`` /
+  ``ask.answered``: commands, applied as the actor applies them (refused
+  ones left only their ``cap.error``, which is taken as it is).
+* a ``cap.error`` ``turn_timeout`` / ``idle_timeout``: the timer fired.
+* a terminal event nothing else explains: the owner closed the session (or
+  the orchestrator shut it down, for a cancellation with its own reason).
+* ``permission.paths_resolved``: the filesystem fact the actor looked up,
+  given back when the replayed request needs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+import msgspec
+
+from trio_cap.actors.bindings.base import AgentBatch, AgentGone, KillAgent, TurnEnded
+from trio_cap.actors.replay.bindings import REPLAY_BINDINGS, InprocReplay, ReplayBinding
+from trio_cap.actors.session.machine import (
+    CancelAgent,
+    Close,
+    Emit,
+    Output,
+    Send,
+    SessionMachine,
+    State,
+)
+from trio_cap.actors.session.policy import PermissionPolicy
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import (
+    AgentRaw,
+    AskAnswered,
+    BindingFallback,
+    Cancel,
+    CancelRequested,
+    CapError,
+    Event,
+    FrameIn,
+    FrameOut,
+    InputInjected,
+    PermissionDecided,
+    PermissionPathsResolved,
+    PermissionRequest,
+    RunResumed,
+    SessionCancelled,
+    SessionCompleted,
+    SessionConfig,
+    SessionCreated,
+    SessionFailed,
+    SessionStarting,
+    SessionTurnEnded,
+    SessionWarning,
+)
+
+_CLOSE_REASONS = ("closed while a turn was running", "closed before the agent was ready")
+_TIMERS = ("turn_timeout", "idle_timeout")
+_REFUSALS = ("invalid_state", "cap_unknown_permission", "unknown_ask", "cap_invalid_answer")
+_TERMINAL = (SessionCompleted, SessionCancelled, SessionFailed)
+
+
+class _LogEnds(Exception):
+    """The log of a run that never ended (killed) stops here."""
+
+
+class Divergence(Exception):
+    """The replay produced something else than the log holds (or nothing where it holds one)."""
+
+    def __init__(self, session: str, seq: int | None, expected: Envelope | None,
+                 got: tuple[int | None, Event] | None, why: str = "") -> None:
+        self.session = session
+        self.seq = seq
+        self.expected = expected
+        self.got = got
+        self.why = why
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        where = f"seq {self.seq}" if self.seq is not None else "after the last recorded event"
+        lines = [f"session {self.session}: first divergence at {where}"
+                 + (f" ({self.why})" if self.why else "")]
+        if self.expected is not None:
+            lines.append(f"  expected: cause {self.expected.cause} {_show(self.expected.event)}")
+        else:
+            lines.append("  expected: nothing (the recorded session ends here)")
+        if self.got is not None:
+            lines.append(f"  got:      cause {self.got[0]} {_show(self.got[1])}")
+        else:
+            lines.append("  got:      nothing (the replay did not produce this event)")
+        return "\n".join(lines)
+
+
+def _show(event: Event) -> str:
+    text = msgspec.json.encode(event).decode()
+    return text if len(text) <= 400 else text[:399] + "…"
+
+
+def _untimed(event: Event) -> Event:
+    """Frame events compare without their monotonic time (it is the world's, not a decision)."""
+    kind = type(event)
+    if kind is FrameIn or kind is FrameOut:
+        return msgspec.structs.replace(event, t=0.0)  # type: ignore[type-var]
+    return event
+
+
+def _is_agent(event: Event) -> bool:
+    return event.direction == "in" or type(event) is AgentRaw
+
+
+def _separates(event: Event) -> bool:
+    """An event the actor logs only between two inbox batches (a machine's answer, a command)."""
+    kind = type(event)
+    if kind in (FrameIn, FrameOut, AgentRaw, PermissionPathsResolved, SessionWarning):
+        return False
+    return event.direction != "in"
+
+
+@attrs.define
+class CheckResult:
+    sessions: int = 0
+    events: int = 0
+    """Events compared."""
+
+
+class SessionReplay:
+    """One recorded session run again through fresh machines; :meth:`run` raises
+    :class:`Divergence` at the first difference."""
+
+    def __init__(self, recorded: Sequence[Envelope], machine_factory: Any = SessionMachine
+                 ) -> None:
+        first = recorded[0].event
+        if type(first) is not SessionCreated:
+            raise ValueError(f"stream {recorded[0].stream!r} does not start with session.created")
+        self.rec = recorded
+        self.created: SessionCreated = first  # type: ignore[assignment]
+        self.sid = self.created.session_id
+        config = next((e.event for e in recorded if type(e.event) is SessionConfig), None)
+        policy = PermissionPolicy(name=self.created.permissions,  # type: ignore[arg-type]
+                                  allow_high_risk=self.created.allow_high_risk,
+                                  human=self.created.human, chosen=self.created.policy_chosen)
+        self.config: SessionConfig = config or SessionConfig(  # type: ignore[assignment]
+            cwd=self.created.cwd, model=self.created.model, budget_usd=self.created.budget_usd,
+            permission_mode=policy.permission_mode)  # type: ignore[arg-type]
+        self.machine = machine_factory(self.created, self.config, policy,
+                                       queued_input=self.created.queued_input)
+        self.resolved = {e.event.req_id: e.event for e in recorded  # type: ignore[attr-defined]
+                         if type(e.event) is PermissionPathsResolved}
+        name = next((e.event.binding for e in recorded  # type: ignore[attr-defined]
+                     if type(e.event) is SessionStarting), None) or self.created.binding
+        self.recorded_frames = recorded_frames = any(
+            type(e.event) in (FrameIn, FrameOut) for e in recorded)
+        factory = REPLAY_BINDINGS.get(name)
+        self.framed = recorded_frames and getattr(factory, "decodes", True)
+        """The binding's machine made the agent's events from recorded frames (else the
+        events themselves are the inputs: in process, or recorded with --record off)."""
+        self.complete = any(isinstance(e.event, _TERMINAL) for e in recorded)
+        self.pos = 0
+        self.pending: list[Event] = []
+        self.binding: ReplayBinding | None = None
+        self.binding_name: str | None = None
+        self.conn = False
+
+    # ---- the virtual log ------------------------------------------------------
+    def _append(self, events: Iterable[Event], cause: int | None) -> int:
+        rec, last = self.rec, 0
+        for ev in events:
+            if self.pos >= len(rec):
+                if not self.complete:
+                    raise _LogEnds  # the run was cut here (killed): nothing more to compare
+                raise Divergence(self.sid, None, None, (cause, ev), "the replay goes on")
+            expected = rec[self.pos]
+            if expected.cause != cause or _untimed(expected.event) != _untimed(ev):
+                raise Divergence(self.sid, expected.seq, expected, (cause, ev))
+            last = expected.seq
+            self.pos += 1
+        return last
+
+    def _apply(self, outputs: Sequence[Output]) -> None:
+        binding = self.binding
+        for out in outputs:
+            kind = type(out)
+            if kind is Emit:
+                self._append(out.events, out.cause)  # type: ignore[union-attr]
+            elif kind is Send:
+                if self.conn:
+                    self._append([out.frame], out.cause)  # type: ignore[union-attr]
+                    if binding is not None:
+                        self._append(binding.send([out.frame]), out.cause)  # type: ignore[union-attr]
+            elif kind is CancelAgent:
+                if self.conn:
+                    self._append([Cancel(scope=out.scope, reason=out.reason)],  # type: ignore[union-attr]
+                                 out.cause)  # type: ignore[union-attr]
+                    if binding is not None:
+                        self._append(binding.cancel(out.scope), out.cause)  # type: ignore[union-attr]
+            elif kind is Close:
+                pass
+
+    # ---- inbox messages, as SessionActor handles them ---------------------------
+    def _absorb(self, events: Sequence[Event]) -> None:
+        """One AgentBatch: admitted and given its recorded path facts, as the actor does."""
+        out: list[Event] = []
+        for ev in self.machine.admit(events):
+            if type(ev) is PermissionRequest and ev.req_id in self.resolved:  # type: ignore[attr-defined]
+                out.append(self.resolved[ev.req_id])  # type: ignore[attr-defined]
+            out.append(ev)
+        self.pending.extend(out)
+
+    def _flush(self) -> None:
+        events, self.pending = self.pending, []
+        if not events:
+            return
+        last = self._append(events, self.machine.turn_cause)
+        outputs = self.machine.on_agent(events, last - len(events) + 1)
+        if outputs:
+            self._apply(outputs)
+
+    def _message(self, message: Any) -> None:
+        kind = type(message)
+        if kind is AgentBatch:
+            self._absorb(message.events)
+            return
+        self._flush()
+        if kind is TurnEnded:
+            self._apply(self.machine.on_turn_ended(message.stop_reason))
+        elif kind is AgentGone:
+            self._apply(self.machine.on_agent_gone(message.reason))
+
+    def _deliver(self, outputs: Sequence[Any], received: FrameIn) -> None:
+        """The Deliverer's rules: the step's events in one batch, flushed before a turn end."""
+        assert self.binding is not None
+        events: list[Event] = [received]
+        for item in outputs:
+            if isinstance(item, Event):
+                events.append(item)
+                continue
+            data = getattr(item, "data", None)
+            if isinstance(data, bytes):
+                events.append(self.binding.recorder.out_event(data))
+                continue
+            if events:
+                self._message(AgentBatch(events))
+                events = []
+            if type(item) is not KillAgent:  # a kill's effect (eof, exit) is recorded input
+                self._message(item)
+        if events:
+            self._message(AgentBatch(events))
+
+    # ---- driving ------------------------------------------------------------------
+    def _ensure_binding(self) -> ReplayBinding:
+        if self.binding is None:
+            name = next((e.event.binding for e in self.rec[self.pos:]  # type: ignore[attr-defined]
+                         if type(e.event) is SessionStarting), None) or self.created.binding
+            # unrecorded (--record off): the agent's events are the inputs, nothing was written
+            factory = REPLAY_BINDINGS.get(name) if self.recorded_frames else InprocReplay
+            if factory is None:
+                raise Divergence(self.sid, self.rec[self.pos].seq, self.rec[self.pos], None,
+                                 f"binding {name!r} has no replay machine in this build")
+            self.binding_name = name
+            self.binding = factory(self.config, self.rec)
+        return self.binding
+
+    def _batch_starts_at(self, i: int) -> bool:
+        """Whether the recorded event at ``i`` is the first of an inbox batch (for merging)."""
+        if i >= len(self.rec):
+            return False
+        ev = self.rec[i].event
+        if type(ev) is FrameIn:
+            return True
+        if type(ev) is AgentRaw and ev.source == "stderr":  # type: ignore[attr-defined]
+            return True
+        if self.framed:
+            return False
+        if type(ev) is PermissionPathsResolved:
+            return self._request_follows(i)
+        return _is_agent(ev) and not self._is_refusal(self.rec[i]) and not (
+            type(ev) is CapError and ev.code in _TIMERS)  # type: ignore[attr-defined]
+
+    def _request_follows(self, i: int) -> bool:
+        return i + 1 < len(self.rec) and type(self.rec[i + 1].event) is PermissionRequest
+
+    def _is_refusal(self, env: Envelope) -> bool:
+        ev = env.event
+        return type(ev) is CapError and env.cause is None and ev.code in _REFUSALS  # type: ignore[attr-defined]
+
+    def run(self) -> int:
+        """Replay the whole session; the number of events compared."""
+        try:
+            return self._run()
+        except _LogEnds:
+            return self.pos
+
+    def _run(self) -> int:
+        rec = self.rec
+        self._apply(self.machine.create())
+        while True:
+            if self.machine.terminal:
+                if self.pos < len(rec):  # the actor takes nothing after the end
+                    raise Divergence(self.sid, rec[self.pos].seq, rec[self.pos], None)
+                return self.pos
+            if self.pending:
+                nxt = self.pos + len(self.pending)
+                if self._batch_starts_at(nxt) and not self._step(nxt, merged=True):
+                    continue
+                self._flush()
+                continue
+            if self.pos >= len(rec):
+                return self.pos
+            self._step(self.pos, merged=False)
+
+    def _step(self, i: int, *, merged: bool) -> bool:
+        """Handle the input at recorded index ``i``; False when it was consumed as a batch."""
+        env = self.rec[i]
+        ev = env.event
+        kind = type(ev)
+        machine = self.machine
+        if kind is FrameIn:
+            binding = self._ensure_binding()
+            self._deliver(binding.feed(ev), ev)  # type: ignore[arg-type]
+            return False
+        if kind is AgentRaw and ev.source == "stderr":  # type: ignore[attr-defined]
+            self._absorb([ev])  # the shell's own batch (stderr), not the machine's
+            return False
+        if not self.framed and _is_agent(ev) and not self._is_refusal(env) and not (
+                kind is CapError and ev.code in _TIMERS):  # type: ignore[attr-defined]
+            self._absorb([ev])  # in process, unrecorded: the events are their own frames
+            return False
+        if kind is PermissionPathsResolved and not self.framed and self._request_follows(i):
+            self._absorb([self.rec[i + 1].event])  # the actor puts this fact before its request
+            return False
+        if merged:
+            return True
+        if kind is FrameOut and machine.state is State.CREATED:
+            self._append(self._ensure_binding().open(), None)  # the handshake's writes
+        elif kind is BindingFallback or kind is RunResumed:
+            self._append([ev], env.cause)  # the actor's own, between connection attempts
+        elif kind is SessionStarting or (kind is SessionWarning and machine.state is State.CREATED
+                                         and ev.code == "permissions_bypassed"):  # type: ignore[attr-defined]
+            self._ensure_binding()
+            self.conn = True
+            self._apply(machine.start(self.binding_name))
+        elif kind in (InputInjected, CancelRequested) or (
+                kind is PermissionDecided and not ev.by.startswith("policy:")) or (  # type: ignore[attr-defined]
+                kind is AskAnswered and not ev.by.startswith("policy:")):  # type: ignore[attr-defined]
+            self._command(env)
+        elif self._is_refusal(env):
+            self._append([ev], None)  # a refused command: only its error was logged
+        elif kind is CapError and ev.code in _TIMERS:  # type: ignore[attr-defined]
+            self._apply(machine.time_out(ev.code, ev.message))  # type: ignore[attr-defined]
+        elif kind is SessionTurnEnded and not self.framed:
+            self._message(TurnEnded(ev.stop_reason))  # type: ignore[attr-defined]
+        else:
+            self._end(env)
+        return True
+
+    def _command(self, env: Envelope) -> None:
+        machine = self.machine
+        refusal = machine.refusal(env.event)
+        if refusal is not None:
+            raise Divergence(self.sid, env.seq, env, (None, refusal),
+                             "the replayed machine refuses this recorded command")
+        seq = self._append([env.event], env.cause)
+        self._apply(machine.on_command(env.event, seq))
+
+    def _end(self, env: Envelope) -> None:
+        """A terminal event (perhaps after the cancel and warning its end writes) that no
+        input explains: the owner's close, a shutdown, a failed connect or a hard timeout."""
+        machine = self.machine
+        j = self.pos
+        while j < len(self.rec) and not isinstance(self.rec[j].event, _TERMINAL) and (
+                type(self.rec[j].event) in (Cancel, FrameOut, SessionWarning)):
+            j += 1
+        end = self.rec[j].event if j < len(self.rec) else None
+        if machine.terminal or not isinstance(end, _TERMINAL):
+            raise Divergence(self.sid, env.seq, env, None)
+        if type(end) is SessionCancelled and end.reason not in _CLOSE_REASONS:  # type: ignore[attr-defined]
+            self.conn = False  # the actor stopped: its connection is already gone
+            self._apply(machine.shutdown(end.reason))  # type: ignore[attr-defined]
+        elif type(end) is SessionFailed and (end.code in _TIMERS or machine.state is State.CREATED
+                                             ):  # type: ignore[attr-defined]
+            self._apply(machine.fail(end.code, end.message))  # type: ignore[attr-defined]
+        elif type(end) is SessionFailed and end.code == "agent_died" and not self.framed:  # type: ignore[attr-defined]
+            self._message(AgentGone(end.message))  # type: ignore[attr-defined]
+        else:
+            self._apply(machine.close())
+
+
+def check_sessions(streams: dict[str, list[Envelope]], only: str | None = None,
+                   machine_factory: Any = SessionMachine) -> CheckResult:
+    """Replay every session (or ``only``); raises :class:`Divergence` at the first difference."""
+    result = CheckResult()
+    for sid, recorded in streams.items():
+        if only is not None and sid != only:
+            continue
+        if not recorded or type(recorded[0].event) is not SessionCreated:
+            continue
+        result.events += SessionReplay(recorded, machine_factory).run()
+        result.sessions += 1
+    return result
+
+
+def group_sessions(windows: Iterable[Sequence[Envelope]],
+                   only: str | None = None) -> dict[str, list[Envelope]]:
+    """The log's events per session stream, in seq order (the log's own "" stream is left out)."""
+    streams: dict[str, list[Envelope]] = {}
+    for envs in windows:
+        for env in envs:
+            stream = env.stream
+            if not stream or (only is not None and stream != only):
+                continue
+            got = streams.get(stream)
+            if got is None:
+                streams[stream] = [env]
+            else:
+                got.append(env)
+    return streams
