@@ -13,6 +13,7 @@ disconnect the resubscribe tests need.
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 from collections.abc import Iterator
@@ -50,15 +51,22 @@ def data_part(value: dict[str, Any], kind: str | None = None) -> Part:
     return part
 
 
-async def _start(context: RequestContext, queue: EventQueue) -> TaskUpdater:
-    if context.current_task is None:
-        await queue.enqueue_event(new_task_from_user_message(context.message))
-    up = TaskUpdater(queue, context.task_id, context.context_id)
-    await up.start_work()
-    return up
-
-
 class Base(AgentExecutor):
+    """Records what each request looked like to the SDK (contexts, requested extensions)."""
+
+    def __init__(self) -> None:
+        self.contexts: list[RequestContext] = []
+        self.extensions: list[set[str]] = []
+
+    async def _start(self, context: RequestContext, queue: EventQueue) -> TaskUpdater:
+        self.contexts.append(context)
+        self.extensions.append(set(context.requested_extensions))
+        if context.current_task is None:
+            await queue.enqueue_event(new_task_from_user_message(context.message))
+        up = TaskUpdater(queue, context.task_id, context.context_id)
+        await up.start_work()
+        return up
+
     async def cancel(self, context: RequestContext, queue: EventQueue) -> None:
         await TaskUpdater(queue, context.task_id, context.context_id).cancel()
 
@@ -67,7 +75,7 @@ class Echo(Base):
     """Task → working → artifact ``echo: X`` → completed."""
 
     async def execute(self, context: RequestContext, queue: EventQueue) -> None:
-        up = await _start(context, queue)
+        up = await self._start(context, queue)
         await up.add_artifact([Part(text=f"echo: {context.get_user_input()}")], name="echo",
                               last_chunk=True)
         await up.complete()
@@ -79,6 +87,7 @@ class EchoMessage(Base):
     async def execute(self, context: RequestContext, queue: EventQueue) -> None:
         from a2a.helpers import new_text_message
 
+        self.contexts.append(context)
         await queue.enqueue_event(new_text_message(f"echo: {context.get_user_input()}",
                                                    context_id=context.context_id))
 
@@ -87,7 +96,7 @@ class Ask(Base):
     """Turn 1 asks a question (input-required); the follow-up completes with a greeting."""
 
     async def execute(self, context: RequestContext, queue: EventQueue) -> None:
-        up = await _start(context, queue)
+        up = await self._start(context, queue)
         if context.current_task is None:
             await up.requires_input(up.new_agent_message([Part(text="What is your name?")]))
             return
@@ -100,12 +109,13 @@ class Chunks(Base):
     """One artifact in ``n`` appended chunks; waits on ``gate`` after ``pause_at`` chunks."""
 
     def __init__(self, n: int = 6, *, pause_at: int | None = None) -> None:
+        super().__init__()
         self.n = n
         self.pause_at = pause_at
         self.gate = threading.Event()
 
     async def execute(self, context: RequestContext, queue: EventQueue) -> None:
-        up = await _start(context, queue)
+        up = await self._start(context, queue)
         for i in range(self.n):
             if self.pause_at is not None and i == self.pause_at:
                 for _ in range(600):  # bounded: 60 s
@@ -121,10 +131,11 @@ class Slow(Base):
     """Streams one chunk, then works until cancelled (bounded at 60 s)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.cancelled = threading.Event()
 
     async def execute(self, context: RequestContext, queue: EventQueue) -> None:
-        up = await _start(context, queue)
+        up = await self._start(context, queue)
         await up.add_artifact([Part(text="started")], artifact_id="slow", name="slow")
         for _ in range(600):
             if self.cancelled.is_set():
@@ -141,7 +152,7 @@ class Fail(Base):
     """Task → working → failed, with a reason."""
 
     async def execute(self, context: RequestContext, queue: EventQueue) -> None:
-        up = await _start(context, queue)
+        up = await self._start(context, queue)
         await up.failed(up.new_agent_message([Part(text="the disk is on fire")]))
 
 
@@ -149,7 +160,7 @@ class CapAsk(Base):
     """A CAP-aware agent: asks through a CAP data part, finishes with the answer and usage."""
 
     async def execute(self, context: RequestContext, queue: EventQueue) -> None:
-        up = await _start(context, queue)
+        up = await self._start(context, queue)
         if context.current_task is None:
             ask = {"kind": "cap.ask_user", "ask_id": "ask-1", "prompt": "Which colour?",
                    "form": {"type": "string"}}
@@ -202,6 +213,41 @@ class _DropAfter:
         await self.app(scope, receive, counting)
 
 
+class _Recorder:
+    """ASGI middleware: the JSON-RPC method of every POST, in arrival order."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.methods: list[str] = []
+        self.resubscribe_seen = threading.Event()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await self.app(scope, receive, send)
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        try:
+            self.methods.append(str(json.loads(body).get("method")))
+            if self.methods[-1] in ("tasks/resubscribe", "SubscribeToTask"):
+                self.resubscribe_seen.set()
+        except (ValueError, AttributeError):
+            self.methods.append("?")
+        sent = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
 class _Bearer:
     def __init__(self, app: Any, token: str) -> None:
         self.app = app
@@ -244,11 +290,16 @@ class A2aServer:
         self.dropper = _DropAfter(app, drop_after) if drop_after is not None else None
         if self.dropper is not None:
             app = self.dropper
+        self.recorder = app = _Recorder(app)
         if token is not None:
             app = _Bearer(app, token)
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
                                                     log_level="critical", lifespan="off"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def resubscribe_seen(self) -> threading.Event:
+        return self.recorder.resubscribe_seen
 
     @contextmanager
     def running(self) -> Iterator[A2aServer]:
