@@ -71,6 +71,8 @@ class A2aApp:
         self.max_buffered = max_buffered
         self.ping = ping
         self._buffered = 0
+        self.seen: dict[str, int] = {}
+        """Calls served, by JSON-RPC method (which spelling clients really speak)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -205,6 +207,7 @@ class A2aApp:
             await _respond(send, 200, _JSON, wire.error_body(fallback, request.id, found))
             return
         op, spelling = found
+        self.seen[request.method] = self.seen.get(request.method, 0) + 1
         call = _Call(self, request, spelling, owner, query, headers, receive, send)
         handler = {"send": call.send, "stream": call.send, "get": call.get,
                    "cancel": call.cancel, "subscribe": call.subscribe,
@@ -302,7 +305,8 @@ class _Call:
         if last.isdigit() and int(last) < len(task.updates):
             await self.stream(task, int(last) + 1, None, self._raw_wanted())
             return
-        start = len(task.updates)
+        # an interrupted task's snapshot is its last word until someone answers (P8)
+        start = len(task.updates) if not task.interrupted else None
         await self.stream(task, start, wire.task_result(task, self.spelling, wrapped=True),
                           self._raw_wanted())
 
@@ -312,9 +316,10 @@ class _Call:
         await self.result(b'{"tasks":[' + body + b'],"nextPageToken":"","pageSize":%d,'
                           b'"totalSize":%d}' % (len(tasks), len(tasks)))
 
-    async def stream(self, task: Task, start: int, first: bytes | None,
+    async def stream(self, task: Task, start: int | None, first: bytes | None,
                      include_raw: bool) -> None:
-        """SSE from update ``start`` on (after ``first``, a snapshot), until the final one."""
+        """SSE from update ``start`` on (after ``first``, a snapshot), until the final one;
+        ``start`` None: the snapshot alone."""
         await self._send({"type": "http.response.start", "status": 200, "headers": [
             (b"content-type", _SSE), (b"cache-control", b"no-cache"),
             (b"x-accel-buffering", b"no")]})
@@ -323,18 +328,21 @@ class _Call:
                 nursery.start_soon(self._watch_disconnect, scope)
                 if first is not None:
                     await self._body(wire.sse(wire.envelope(self.id_json, first)))
-                async for batch in self.publisher.follow(task, start, include_raw=include_raw,
-                                                         ping=self.app.ping):
-                    if not batch:
-                        await self._body(b": ping\n\n")
-                        continue
-                    await self._body(b"".join(
-                        wire.sse(wire.envelope(self.id_json,
-                                               wire.update_result(u, self.spelling)), u.index)
-                        for u in batch))
+                if start is not None:
+                    await self._follow(task, start, include_raw)
                 nursery.cancel_scope.cancel()
         if not scope.cancelled_caught:
             await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _follow(self, task: Task, start: int, include_raw: bool) -> None:
+        async for batch in self.publisher.follow(task, start, include_raw=include_raw,
+                                                 ping=self.app.ping):
+            if not batch:
+                await self._body(b": ping\n\n")
+                continue
+            await self._body(b"".join(
+                wire.sse(wire.envelope(self.id_json, wire.update_result(u, self.spelling)),
+                         u.index) for u in batch))
 
     async def _body(self, data: bytes) -> None:
         await self._send({"type": "http.response.body", "body": data, "more_body": True})
