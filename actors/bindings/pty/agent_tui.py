@@ -5,9 +5,9 @@ as every other binding; this machine stands where a human would.  Keys
 become CAP frames for the core (a prompt, a cancel, a permission answer, an
 ask answer) and the core's CAP events become transcript lines, drawn like a
 real agent TUI: the echoed prompt after the U+276F glyph, plain reply text, tool calls
-as ``● Tool(args)`` … ``⎿ Tool completed``, a ``## Plan`` section, a
+as ``● Tool(args)`` … ``⎿ Tool completed``, a ``## Plan · 0/2 done`` section, a
 ``✻ Thinking`` section, ``✗ Error:`` lines, a ``(y/n)`` permission question
-and a ``? question [a|b]`` ask.  Its ``[parse]`` rules in the cap-agent
+and a ``? question (a/b)`` ask.  Its ``[parse]`` rules in the cap-agent
 manifest are written against exactly these lines.
 
 Rules:
@@ -23,7 +23,8 @@ T2  While a turn runs, typed text collects in the input box and Enter queues it
     input ends the session.
 T3  A permission request is a ``(y/n)`` question: the first ``y`` or ``n`` typed
     answers it (allow_once / deny) and the rest of that keystroke is dropped.
-    An ask waits for a typed line; a number picks that option.
+    An ask shows its options inline, ``? question (a/b)``, and waits for a typed
+    line; a number picks that option.
 T4  Only complete lines enter the transcript; the reply line being streamed
     is shown as it grows, and is finished by a newline, a tool call, a
     question or the turn's end.
@@ -110,6 +111,9 @@ class TuiAgent:
         self.frame = 0
         self.question: _Question | None = None
         self.ready = False
+        self.nudge = False
+        """A dropped Enter was seen: the hint says so until the next key (so a driver sees
+        output after its Enter and must notice the prompt still sitting in the box)."""
         self._keys = KeyDecoder()
         self._shown: list[str] | None = None
         self._tools: dict[str, str] = {}
@@ -132,7 +136,7 @@ class TuiAgent:
     def tick(self, now: float) -> list[Effect]:
         """The spinner's clock: repaints the status row while a turn runs."""
         self.now = now
-        if not self.working:
+        if not self.working or self.question is not None:
             return []
         self.frame += 1
         return self._paint()
@@ -158,6 +162,7 @@ class TuiAgent:
         return out + self._paint() if keys else out
 
     def _key(self, key: Key) -> list[Effect]:
+        self.nudge = False
         q = self.question
         if q is not None and q.kind == "permission":
             return self._yes_no(q, key)
@@ -189,14 +194,14 @@ class TuiAgent:
         if not text.strip() or not self.ready:
             return []
         if self.dropped < self.drop_enters:
-            self.dropped += 1  # T1: the text stays where it was typed
+            self.dropped += 1  # T1: the text stays where it was typed, the hint blinks
+            self.nudge = True
             return []
         self.input = ""
         q = self.question
         if q is not None:  # an ask: this line is its answer
             self.question = None
             value = _pick(text.strip(), q.options)
-            self._add(f"  ⎿ {value}")
             return [Deliver(AskUserAnswer(ask_id=q.key, value=value))]
         self._finish_partial()
         first, *more = text.split("\n")
@@ -240,7 +245,8 @@ class TuiAgent:
                 self._section("✻ Thinking", item.text)
             case Plan():
                 self._finish_partial()
-                self._add("## Plan")
+                done = sum(e.status in ("completed", "cancelled") for e in item.entries)
+                self._add(f"## Plan · {done}/{len(item.entries)} done")
                 for entry in item.entries:
                     self._add(f"  {PLAN_MARKS.get(entry.status, '☐')} {entry.content}")
                 self._add("")
@@ -260,7 +266,7 @@ class TuiAgent:
                 self._finish_partial()
                 options = _options(item.form)
                 self.question = _Question("ask", item.ask_id, options)
-                shown = f" [{'|'.join(options)}]" if options else ""
+                shown = f" ({'/'.join(options)})" if options else ""
                 self._add(f"? {item.prompt}{shown}")
             case CapError():
                 self._finish_partial()
@@ -298,8 +304,9 @@ class TuiAgent:
 
     # ---- drawing ---------------------------------------------------------------------
     def _status(self) -> str:
-        if self.question is not None and self.question.kind == "permission":
-            return "  waiting for permission"
+        if self.question is not None:  # a TUI waiting on its user stops spinning
+            return ("  waiting for permission" if self.question.kind == "permission"
+                    else "  waiting for your answer")
         if not self.working:
             return ""
         spin = view.SPINNER[self.frame % len(view.SPINNER)]
@@ -308,6 +315,8 @@ class TuiAgent:
         return f"{spin} Working… ({seconds}s · esc to interrupt{queued})"
 
     def _hint(self) -> str:
+        if self.nudge:
+            return view.HINT_NUDGE
         if self.question is not None:
             return view.HINT_ASKING if self.question.kind == "permission" else view.HINT_ANSWER
         return view.HINT_WORKING if self.working else view.HINT_IDLE

@@ -26,6 +26,7 @@ HINT_IDLE = "? for shortcuts"
 HINT_WORKING = "esc to interrupt"
 HINT_ASKING = "y/n to answer"
 HINT_ANSWER = "type your answer · enter to send"
+HINT_NUDGE = "press enter again to send"
 PROMPT_GLYPH = "\u276f"  # ❯ (heavy right-pointing angle), as Claude Code draws it  # noqa: RUF003
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
