@@ -115,6 +115,8 @@ class PostgresEventLog(EventLog):
         """Appends that met a lost connection and were resolved (committed or retried)."""
         try:
             self._reader = connect(url, connect_timeout=connect_timeout)
+        except psycopg.ProgrammingError as exc:
+            raise ValueError(why(exc)) from None
         except psycopg.Error as exc:
             raise Unavailable(f"{self.path}: cannot connect: {why(exc)}") from None
         try:

@@ -47,6 +47,10 @@ def why(exc: BaseException) -> str:
 
 
 def connect(url: str, *, connect_timeout: float, autocommit: bool = True) -> psycopg.Connection:
+    """Connect; a malformed URL is ``psycopg.ProgrammingError`` (never retried)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    conninfo_to_dict(url)
     return psycopg.connect(url, autocommit=autocommit,
                            connect_timeout=max(1, round(connect_timeout)))
 

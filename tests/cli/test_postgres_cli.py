@@ -1,0 +1,179 @@
+"""The shared PostgreSQL log from the command line, as real processes against a real server:
+runs, show/replay/copy/migrate, two nodes at once followed live, kill -9 and takeover, and
+every failure path (exit code, one line, no traceback)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.pg_fixture import fresh_url
+from trio_cap.events.log import FileEventLog
+from trio_cap.events.log.postgres import PostgresEventLog
+
+CAP = [sys.executable, "-m", "trio_cap.actors.cli"]
+BOUND = 60.0
+ENV = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent),
+                                              os.environ.get("PATH", "")])}
+DOWN = "postgresql://postgres@127.0.0.1:1/postgres"
+
+
+def cap(*args: str, cwd: Path | None = None, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([*CAP, *args], cwd=cwd, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=BOUND, env=ENV, **kw)
+
+
+def run_task(url: str, tmp: Path, *more: str) -> subprocess.CompletedProcess:
+    return cap("run", "--agent", "cap-agent", "--binding", "inproc", "--permissions", "allow",
+               "--cwd", str(tmp), "--task", "say: hello", "--log", url, *more)
+
+
+def one_line_failure(result: subprocess.CompletedProcess, code: int, words: str) -> None:
+    assert result.returncode == code, result.stdout + result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert words in lines[0] and "Traceback" not in result.stderr
+
+
+def shown(url: str) -> list[dict]:
+    result = cap("log", "show", url, "--json")
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_migrate_creates_the_schema_once(pg_url):
+    first = cap("log", "migrate", pg_url)
+    assert first.returncode == 0 and "schema version 0 -> 2" in first.stdout, first.stderr
+    again = cap("log", "migrate", pg_url)
+    assert again.returncode == 0 and "up to date" in again.stdout
+
+
+def test_a_run_on_postgres_shows_replays_and_copies_like_a_file(pg_server, pg_url, tmp_path):
+    result = run_task(pg_url, tmp_path, "--node", "alpha")
+    assert result.returncode == 0, result.stderr
+    events = shown(pg_url)
+    kinds = [e["kind"] for e in events]
+    assert kinds[0] == "node.heartbeat" and "session.completed" in kinds
+    assert kinds[-1] == "node.stopped"
+    owned = [e for e in events if e["kind"] == "session.owned"]
+    created = [e for e in events if e["kind"] == "session.created"]
+    assert owned[0]["node"] == "alpha" and owned[0]["seq"] < created[0]["seq"]
+
+    copy = tmp_path / "copy.caplog"
+    copied = cap("log", "copy", pg_url, str(copy))
+    assert copied.returncode == 0 and f"copied {len(events)} events" in copied.stdout
+    assert cap("replay", pg_url).stdout.splitlines()[1:] == \
+        cap("replay", str(copy)).stdout.splitlines()[1:]
+    # and back: file -> an empty PostgreSQL log, envelopes identical both ways
+    back = fresh_url(pg_server)
+    assert cap("log", "copy", str(copy), back).returncode == 0
+    original = PostgresEventLog(pg_url, readonly=True).read()
+    assert FileEventLog(copy, readonly=True).read() == original
+    assert PostgresEventLog(back, readonly=True).read() == original
+    refused = cap("log", "copy", str(copy), back)
+    one_line_failure(refused, 2, "already holds")
+
+
+def test_two_nodes_append_at_once_and_a_follower_sees_both_live_in_seq_order(pg_url,
+                                                                            tmp_path):
+    cap("log", "migrate", pg_url)
+    follower = subprocess.Popen([*CAP, "log", "show", pg_url, "--follow", "--json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=ENV)
+    try:
+        runs = [subprocess.Popen(
+            [*CAP, "run", "--agent", "cap-agent", "--binding", "inproc", "--permissions",
+             "allow", "--cwd", str(tmp_path), "--task", f"say: from {node}", "--log", pg_url,
+             "--node", node], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=ENV) for node in ("east", "west")]
+        for run in runs:
+            assert run.wait(timeout=BOUND) == 0, run.stderr.read()
+        last = PostgresEventLog(pg_url, readonly=True).last_seq
+        lines = []
+        deadline = time.monotonic() + BOUND
+        while not lines or lines[-1]["seq"] < last:  # bounded: reads as the follower prints
+            assert time.monotonic() < deadline, "the follower never caught up"
+            lines.append(json.loads(follower.stdout.readline()))
+    finally:
+        follower.send_signal(signal.SIGINT)
+        follower.wait(timeout=BOUND)
+    assert [e["seq"] for e in lines] == list(range(1, last + 1))
+    nodes = {e["node"] for e in lines if e["kind"] == "session.owned"}
+    assert nodes == {"east", "west"}
+    assert sum(e["kind"] == "session.completed" for e in lines) == 2
+
+
+def test_kill_9_of_a_node_mid_run_and_takeover_by_another(pg_url, tmp_path):
+    script = tmp_path / "slow.toml"
+    script.write_text('[[turn]]\nsteps = [ { say = "working on it" }, { wait = 300 } ]\n')
+    victim = subprocess.Popen(
+        [*CAP, "run", "--agent", "cap-agent", "--binding", "inproc", "--permissions", "allow",
+         "--cwd", str(tmp_path), "--task", "long job", "--script", str(script), "--log", pg_url,
+         "--node", "doomed", "--lease", "1"], stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, env=ENV)
+    try:
+        deadline = time.monotonic() + BOUND
+        while True:  # bounded poll: until the turn is running
+            assert time.monotonic() < deadline and victim.poll() is None
+            try:
+                kinds = [e.kind for e in PostgresEventLog(pg_url, readonly=True).read()]
+            except Exception:  # the schema does not exist until the run created it
+                kinds = []
+            if "session.working" in kinds:
+                break
+            time.sleep(0.1)
+    finally:
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(timeout=BOUND)
+    early = cap("node", "--log", pg_url, "--take-over", "--once", "--node", "rescuer",
+                "--lease", "30")
+    assert early.returncode == 0
+    took = early
+    deadline = time.monotonic() + BOUND
+    while "took over node doomed" not in took.stdout:  # the 1 s lease lapses
+        assert time.monotonic() < deadline, took.stdout + took.stderr
+        time.sleep(0.2)
+        took = cap("node", "--log", pg_url, "--take-over", "--once", "--node", "rescuer",
+                   "--lease", "30")
+    assert "marked failed: node lost" in took.stdout
+    events = shown(pg_url)
+    sid = next(e["session_id"] for e in events if e["kind"] == "session.created")
+    takeover = [e for e in events if e["kind"] == "node.takeover"]
+    assert len(takeover) == 1 and takeover[0]["lost"] == "doomed"
+    assert takeover[0]["sessions"] == [sid] and takeover[0].get("resumed", False) is False
+    failed = [e for e in events if e["kind"] == "session.failed"]
+    assert [(f["stream"], f["code"]) for f in failed] == [(sid, "node_lost")]
+    assert "node lost" in cap("replay", pg_url).stdout
+    # a second pass finds nothing more to take over
+    again = cap("node", "--log", pg_url, "--take-over", "--once", "--node", "rescuer")
+    assert again.returncode == 0 and "took over" not in again.stdout
+
+
+@pytest.mark.parametrize("argv", [
+    ["log", "show", DOWN],
+    ["replay", DOWN],
+    ["log", "migrate", DOWN],
+    ["log", "copy", DOWN, "/tmp/never-written.caplog"],
+    ["node", "--log", DOWN, "--once"],
+    ["run", "--agent", "cap-agent", "--binding", "inproc", "--task", "x", "--log", DOWN],
+])
+def test_a_server_that_is_down_is_exit_1_in_one_line(argv, tmp_path):
+    one_line_failure(cap(*argv, cwd=tmp_path), 1, "cannot connect")
+    assert not Path("/tmp/never-written.caplog").exists()
+
+
+def test_a_database_without_a_log_or_a_bad_url_is_a_usage_error(pg_url, tmp_path):
+    one_line_failure(cap("log", "show", pg_url), 2, "holds no trio-cap log")
+    one_line_failure(cap("replay", pg_url), 2, "cap log migrate")
+    one_line_failure(cap("log", "show", "postgresql://[::1"), 2, "not a usable PostgreSQL URL")
+    one_line_failure(cap("node", "--log", str(tmp_path / "x.caplog")), 2,
+                     "needs a shared postgresql://")
+    one_line_failure(cap("log", "migrate", str(tmp_path / "x.caplog")), 2,
+                     "give a postgresql:// URL")
