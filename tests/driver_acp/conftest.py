@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.conftest import PeerFactory, peer  # noqa: F401 - re-exported fixture
+from tests.harness.conftest import PeerFactory, peer
 from trio_cap.actors.model_server import ModelServer, pytest_plugin
 from trio_cap.actors.orchestrator import Orchestrator, open_orchestrator
 from trio_cap.actors.peers.catalog import PEERS
 from trio_cap.actors.peers.install import PeerMissing, find_binary, peer_dir, peers_root
 
-model_server = pytest_plugin.model_server  # noqa: F811 - the harness fixture, re-exported
+model_server = pytest_plugin.model_server
 
 
 def peer_program(name: str, program: str | None = None) -> Path:

@@ -138,7 +138,7 @@ def test_model_is_applied_through_the_model_config_option() -> None:
 
 
 def test_model_not_offered_is_recorded_and_the_session_still_opens() -> None:
-    client, out = ready_client(model="zzz")
+    _, out = ready_client(model="zzz")
     assert any(r.reason == "model_not_applied" for r in of(out, AgentRaw))
     assert of(out, CapSessionReady)
 
@@ -289,7 +289,7 @@ def test_prompt_usage_becomes_cap_usage() -> None:
     assert (usage.input_tokens, usage.output_tokens, usage.stop_reason) == (7, 3, "end_turn")
 
 
-# ---- reverse requests (A11-A19, C2-C5) -------------------------------------------------------------
+# ---- reverse requests (A11-A19, C2-C5) --------------------------------------------------
 
 
 def test_permission_request_carries_options_and_maps_decisions_to_option_ids() -> None:

@@ -42,7 +42,7 @@ async def wait_for(orch: Orchestrator, session: Session, kind: type) -> Any:
         if found:
             return found[0]
         seen = orch.log.last_seq
-        await orch.wait_until(lambda s: s.last_seq > seen)
+        await orch.wait_until(lambda s, seen=seen: s.last_seq > seen)
 
 
 def ts_agent() -> str:
