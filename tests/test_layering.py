@@ -55,6 +55,8 @@ explicit rather than "everything under bindings/" because the shells live there 
 SHELLS_NAMED_LIKE_MACHINES = {
     "actors/bindings/stream_json/agent_shell.py",  # the agent side's Trio shell
     "actors/bindings/stream_json/agent_ids.py",    # the shell's uuid source, injected
+    "actors/bindings/acp/agent_shell.py",          # the ACP agent side's Trio shell
+    "actors/bindings/acp/agent_host.py",           # its tools through the client (Trio)
 }
 """Files the patterns above catch that are shell-side by design (their docstrings say so)."""
 
@@ -219,7 +221,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
                    "actors.bindings.process", "actors.bindings.deliver",
                    "actors.bindings.registry", "actors.bindings.inproc",
                    "actors.bindings.*.connector", "actors.bindings.pty.ptyproc",
-                   "actors.bindings.*.agent_shell",
+                   "actors.bindings.*.agent_shell", "actors.bindings.acp.agent_host",
                    "actors.bindings.*.agent_ids", "actors.bindings.pty.tui_shell",
                    "actors.agent", "actors.agent.*",
                    "actors.manifest", "actors.manifest.*", "actors.peers", "actors.peers.*",

@@ -75,7 +75,6 @@ import posixpath
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import attrs
 import msgspec
 from msgspec import UNSET
 
@@ -95,10 +94,23 @@ from trio_cap.actors.bindings.acp.agent_effects import (
     StartCore,
     StopCore,
 )
+from trio_cap.actors.bindings.acp.agent_sessions import (
+    ANSWER_KEY,
+    MODES,
+    OPTIONS,
+    STOPS,
+    AgentSettings,
+    Session,
+    Turn,
+    Verdict,
+    answered,
+    decide,
+    prompt_text,
+    turn_meta,
+)
 from trio_cap.actors.bindings.acp.frames_lenient import decode_payload
 from trio_cap.actors.bindings.base import DECIDED_BY, REFUSAL_MESSAGE
 from trio_cap.actors.bindings.ndjson import LineFramer, Overlong
-from trio_cap.actors.bindings.stream_json import agent_policy as policy
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import (
     AskUser,
@@ -119,66 +131,13 @@ from trio_cap.events.kinds import (
 
 __all__ = ["MODES", "AcpAgentSide", "AgentSettings", "Effect"]
 
-MODES: dict[str, tuple[str, str]] = {
-    "default": ("Ask", "Ask before every change and command"),
-    "acceptEdits": ("Accept edits", "Allow file edits in the workspace; ask for commands"),
-    "plan": ("Plan", "Read only: nothing may change"),
-    "bypassPermissions": ("Bypass permissions", "Allow everything except high risk"),
-}
-_STOPS: dict[str, str] = {"end_turn": "end_turn", "max_tokens": "max_tokens",
-                          "tool_use": "max_turn_requests", "stop_sequence": "end_turn",
-                          "cancelled": "cancelled"}
-_OPTIONS = (
-    f.PermissionOption(option_id="allow_once", name="Allow", kind="allow_once"),
-    f.PermissionOption(option_id="allow_always", name="Always allow", kind="allow_always"),
-    f.PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
-    f.PermissionOption(option_id="reject_always", name="Always reject", kind="reject_always"),
-)
 _CLEANUP = (f.TERMINAL_KILL, f.TERMINAL_RELEASE)
-ANSWER_KEY = "answer"
 
 
 class _NeedsMcp(msgspec.Struct):
     """``mcpServers`` present, as both SDK agents require (frames give it a default)."""
 
     mcpServers: list[Any]
-
-
-@attrs.frozen
-class AgentSettings:
-    """What the command line fixes for every session of the connection."""
-
-    mode: str = "default"
-    allowed: tuple[str, ...] = ()
-    disallowed: tuple[str, ...] = ()
-    allow_high_risk: bool = False
-    model: str | None = None
-    system_prompt: str | None = None
-    max_turns: int | None = None
-    budget_usd: float | None = None
-    agent_version: str = ""
-    bridged: str | None = None
-    """The agent a ``--bridge`` drives (named in ``agentInfo``)."""
-
-
-@attrs.define
-class _Turn:
-    prompt_id: rpc.Id | None
-    calls: dict[str, render.CallView] = attrs.field(factory=dict)
-    current: str | None = None  # the tool call running now (the one a tool host serves)
-    asks: set[rpc.Id] = attrs.field(factory=set)  # our requests to the client, open
-    errors: list[str] = attrs.field(factory=list)
-    usage: Usage | None = None
-    cancelled: bool = False
-
-
-@attrs.define
-class _Session:
-    id: str
-    cwd: str
-    mode: str
-    turn: _Turn | None = None
-    always: dict[str, bool] = attrs.field(factory=dict)  # tool → allowed (True) / rejected
 
 
 class AcpAgentSide:
@@ -188,7 +147,7 @@ class AcpAgentSide:
         self.new_session_id = new_session_id
         self.rpc = rpc.JsonRpc()
         self.client = f.ClientCapabilities()
-        self.sessions: dict[str, _Session] = {}
+        self.sessions: dict[str, Session] = {}
         self._framer = LineFramer(max_line)
         self._loading: dict[rpc.Id | None, f.LoadSessionParams] = {}
         self._ended = False
@@ -303,19 +262,19 @@ class AcpAgentSide:
         if (bad := self._absolute_cwd(req, params.cwd)) is not None:
             return [bad]
         session_id = self.new_session_id()
-        session = self.sessions[session_id] = _Session(session_id, params.cwd,
+        session = self.sessions[session_id] = Session(session_id, params.cwd,
                                                        self.settings.mode)
         result = f.NewSessionResult(session_id=session_id, modes=self._modes(session))
         return [*self._start(session, None), self._reply(req, result)]
 
-    def _start(self, session: _Session, resumed: str | None) -> list[Effect]:
+    def _start(self, session: Session, resumed: str | None) -> list[Effect]:
         s = self.settings
         config = SessionConfig(cwd=session.cwd, model=s.model, system_prompt=s.system_prompt,
                                max_turns=s.max_turns, budget_usd=s.budget_usd,
                                permission_mode="interactive", session_resume_id=resumed)
         return [Record(session.id, (config,)), StartCore(session.id, config, self.client)]
 
-    def _modes(self, session: _Session) -> f.SessionModeState:
+    def _modes(self, session: Session) -> f.SessionModeState:
         return f.SessionModeState(current_mode_id=session.mode, available_modes=tuple(
             f.SessionMode(id=mode, name=name, description=text)
             for mode, (name, text) in MODES.items()))
@@ -351,7 +310,7 @@ class AcpAgentSide:
                 out.append(self._update(sid, shown))
         session = self.sessions.get(sid)
         if session is None:
-            session = self.sessions[sid] = _Session(sid, params.cwd, self.settings.mode)
+            session = self.sessions[sid] = Session(sid, params.cwd, self.settings.mode)
             out += self._start(session, sid)
         result = f.LoadSessionResult(modes=self._modes(session))
         return [*out, self._send(self.rpc.reply(request_id, result))]
@@ -363,8 +322,8 @@ class AcpAgentSide:
         if session.turn is not None:
             return [self._invalid(req, f"session {session.id!r} is already running a prompt; "
                                        "wait for its response or send session/cancel")]
-        text = _prompt_text(params.prompt)
-        session.turn = _Turn(req.id)
+        text = prompt_text(params.prompt)
+        session.turn = Turn(req.id)
         inject = UserInputInject(content=(ContentBlock(text=text),))
         return [Record(session.id, (inject,)), Deliver(session.id, (inject,))]
 
@@ -391,14 +350,14 @@ class AcpAgentSide:
             return []
         return self._cancel(session, session.turn, "session/cancel")
 
-    def _cancel(self, session: _Session, turn: _Turn, reason: str) -> list[Effect]:
+    def _cancel(self, session: Session, turn: Turn, reason: str) -> list[Effect]:
         """Rule 4: the core is told; what the turn waits on is resolved now."""
         turn.cancelled = True
         cancel = Cancel(scope="current_turn", reason=reason)
         out: list[Effect] = [Record(session.id, (cancel,)), Deliver(session.id, (cancel,))]
         return out + self._drop_asks(turn, "the turn was cancelled")
 
-    def _drop_asks(self, turn: _Turn, why: str) -> list[Effect]:
+    def _drop_asks(self, turn: Turn, why: str) -> list[Effect]:
         """Our open requests of ``turn`` are given up on: a late answer becomes a stray, and a
         tool host waiting on one is told at once."""
         out: list[Effect] = []
@@ -410,7 +369,7 @@ class AcpAgentSide:
         turn.asks.clear()
         return out
 
-    def _close(self, session: _Session, reason: str) -> list[Effect]:
+    def _close(self, session: Session, reason: str) -> list[Effect]:
         out: list[Effect] = []
         turn = session.turn
         if turn is not None:
@@ -457,9 +416,9 @@ class AcpAgentSide:
             return []
         turn, session.turn = session.turn, None
         out = self._drop_asks(turn, "the turn ended")
-        meta = _turn_meta(turn)
+        meta = turn_meta(turn)
         if turn.cancelled or stop != "error":
-            result = f.PromptResult(stop_reason=_STOPS.get(stop, "end_turn")
+            result = f.PromptResult(stop_reason=STOPS.get(stop, "end_turn")
                                     if not turn.cancelled else "cancelled", meta=meta or UNSET)
             return [*out, self._send(self.rpc.reply(turn.prompt_id, result))]
         message = "; ".join(turn.errors) or "the turn failed"
@@ -483,29 +442,15 @@ class AcpAgentSide:
         return [*out, StopCore(session_id)]
 
     # ---- permissions and asks ----------------------------------------------
-    def _permission(self, session: _Session, turn: _Turn,
+    def _permission(self, session: Session, turn: Turn,
                     event: PermissionRequest) -> list[Effect]:
-        wire = policy.to_wire(event.tool, event.intent, session.cwd)
-        decision = policy.decide(mode=session.mode, tool=event.tool, scope=event.scope,
-                                 wire=wire, allowed=self.settings.allowed,
-                                 disallowed=self.settings.disallowed, prompts_on_stdio=True)
-        high = event.risk_level == "high" and not self.settings.allow_high_risk
-        remembered = session.always.get(event.tool)
-        if decision.verdict == "deny":
-            return self._decided(session, event.req_id, "deny", decision.reason, "policy")
-        if remembered is False:
-            return self._decided(session, event.req_id, "deny",
-                                 f"the user always rejects {event.tool}", "client")
-        if not high and decision.verdict == "allow":
-            return self._decided(session, event.req_id, "allow_once", decision.reason, "policy")
-        if not high and remembered:
-            return self._decided(session, event.req_id, "allow_always",
-                                 f"the user always allows {event.tool}", "client")
-        call_id = turn.current or event.req_id
+        verdict = decide(session, self.settings, event)
+        if verdict.decision is not None:
+            return self._decided(session, event.req_id, verdict)
         params = f.RequestPermissionParams(
-            session_id=session.id, options=_OPTIONS,
-            tool_call=render.permission_call(call_id, event.tool, event.intent, event.scope,
-                                             session.cwd),
+            session_id=session.id, options=OPTIONS,
+            tool_call=render.permission_call(turn.current or event.req_id, event.tool,
+                                             event.intent, event.scope, session.cwd),
             meta={"cap.risk_level": event.risk_level})
         request_id, data = self.rpc.request(f.REQUEST_PERMISSION, params,
                                             context=("permission", session.id, event.req_id,
@@ -513,15 +458,15 @@ class AcpAgentSide:
         turn.asks.add(request_id)
         return [Send(data + b"\n")]
 
-    def _decided(self, session: _Session, req_id: str, decision: str, reason: str,
-                 by: str) -> list[Effect]:
-        meta = {DECIDED_BY: by, REFUSAL_MESSAGE: reason} if decision == "deny" else \
-            {DECIDED_BY: f"{by}: {reason}" if reason else by}
-        response = PermissionResponse(req_id=req_id, decision=decision,  # type: ignore[arg-type]
-                                      meta=meta)
+    def _decided(self, session: Session, req_id: str, verdict: Verdict) -> list[Effect]:
+        assert verdict.decision is not None
+        meta = {DECIDED_BY: verdict.by, REFUSAL_MESSAGE: verdict.reason} \
+            if verdict.decision == "deny" else \
+            {DECIDED_BY: f"{verdict.by}: {verdict.reason}" if verdict.reason else verdict.by}
+        response = PermissionResponse(req_id=req_id, decision=verdict.decision, meta=meta)
         return [Record(session.id, (response,)), Deliver(session.id, (response,))]
 
-    def _ask(self, session: _Session, turn: _Turn, event: AskUser) -> list[Effect]:
+    def _ask(self, session: Session, turn: Turn, event: AskUser) -> list[Effect]:
         if "form" not in self.client.elicitation_modes():
             answer = AskUserAnswer(ask_id=event.ask_id, value=None,
                                    meta={DECIDED_BY: "the client has no form elicitation"})
@@ -615,32 +560,12 @@ class AcpAgentSide:
             return self._permission_answer(session, context, value)
         return self._ask_answer(session, context, value)
 
-    def _permission_answer(self, session: _Session, context: tuple[Any, ...],
+    def _permission_answer(self, session: Session, context: tuple[Any, ...],
                            value: Any) -> list[Effect]:
         _, _, req_id, tool, risk = context
-        if isinstance(value, ClientError):
-            return self._decided(session, req_id, "deny",
-                                 f"the client could not answer: {value.message}", "client")
-        outcome = value.outcome
-        if isinstance(outcome, f.Cancelled):
-            return self._decided(session, req_id, "deny", "the client cancelled the request",
-                                 "client")
-        kind = {o.option_id: o.kind for o in _OPTIONS}.get(outcome.option_id)
-        if kind is None:
-            return self._decided(session, req_id, "deny",
-                                 f"the client chose an unknown option {outcome.option_id!r}",
-                                 "client")
-        if kind == "allow_always" and risk != "high":
-            session.always[tool] = True
-        elif kind == "reject_always":
-            session.always[tool] = False
-        if kind.startswith("allow"):
-            return self._decided(session, req_id, "allow_always" if kind == "allow_always"
-                                 else "allow_once", "", "client")
-        return self._decided(session, req_id, "deny", "the user rejected this tool call in "
-                                                      "the client", "client")
+        return self._decided(session, req_id, answered(session, value, tool, risk))
 
-    def _ask_answer(self, session: _Session, context: tuple[Any, ...],
+    def _ask_answer(self, session: Session, context: tuple[Any, ...],
                     value: Any) -> list[Effect]:
         answer: Any = None
         if isinstance(value, f.ElicitationResult) and value.action == "accept" and \
@@ -663,29 +588,3 @@ class AcpAgentSide:
     @staticmethod
     def _send(data: bytes) -> Send:
         return Send(data + b"\n")
-
-
-def _prompt_text(blocks: Sequence[f.ContentBlock]) -> str:
-    """The prompt as the brain reads it: text as given, a link as its uri, an embedded
-    resource as its text under its uri."""
-    parts: list[str] = []
-    for block in blocks:
-        if isinstance(block, f.EmbeddedResource) and isinstance(block.resource.text, str):
-            parts.append(f"{block.resource.uri}:\n{block.resource.text}")
-        elif isinstance(block, f.ResourceLink):
-            parts.append(f"@{block.uri}")
-        else:
-            parts.append(f.content_text(block))
-    return "\n".join(p for p in parts if p)
-
-
-def _turn_meta(turn: _Turn) -> dict[str, Any]:
-    meta: dict[str, Any] = {}
-    if turn.usage is not None:
-        u = turn.usage
-        meta["cap.usage"] = {"model": u.model_id, "input_tokens": u.input_tokens,
-                             "output_tokens": u.output_tokens,
-                             "cost_usd_estimate": u.cost_usd_estimate}
-    if turn.errors:
-        meta["cap.errors"] = list(turn.errors)
-    return meta
