@@ -317,3 +317,60 @@ class A2aServer:
         finally:
             self.server.should_exit = True
             self.thread.join(10)
+
+
+def card_json(base: str, versions: tuple[str, ...] = ("1.0",), *, binding: str = "JSONRPC",
+              extensions: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A hand-written v1 card (for servers that are not the SDK's)."""
+    return {"name": "Raw Agent", "description": "hand-written", "version": "1",
+            "supportedInterfaces": [{"url": f"{base}/rpc", "protocolBinding": binding,
+                                     "protocolVersion": v} for v in versions],
+            "capabilities": {"streaming": True,
+                             "extensions": [{"uri": u} for u in extensions]},
+            "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+            "skills": []}
+
+
+class RawServer:
+    """A hand-made A2A server (Starlette on uvicorn): a card, and ``answer(rpc) -> Response``.
+
+    For what the SDK never sends: broken SSE data, HTTP errors, a method it refuses
+    in one spelling, an answer that never comes.
+    """
+
+    def __init__(self, answer: Any, *, card: dict[str, Any] | None = None,
+                 versions: tuple[str, ...] = ("1.0",), binding: str = "JSONRPC") -> None:
+        from starlette.requests import Request
+        from starlette.routing import Route
+
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.card: dict[str, Any] | None = card or card_json(self.base, versions,
+                                                             binding=binding)
+        self.requests: list[dict[str, Any]] = []
+
+        async def card_route(request: Request) -> JSONResponse:
+            if self.card is None:
+                return JSONResponse({"error": "no card here"}, status_code=404)
+            return JSONResponse(self.card)
+
+        async def rpc(request: Request) -> Any:
+            body = json.loads(await request.body())
+            self.requests.append({"body": body, "headers": dict(request.headers)})
+            return await answer(body)
+
+        app = Starlette(routes=[Route("/.well-known/agent-card.json", card_route),
+                                Route("/rpc", rpc, methods=["POST"])])
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
+                                                    log_level="critical", lifespan="off"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    running = A2aServer.running
+
+
+def sse(*payloads: bytes | str) -> Any:
+    from starlette.responses import Response
+
+    body = b"".join((p.encode() if isinstance(p, str) else p).join([b"data: ", b"\r\n\r\n"])
+                    for p in payloads)
+    return Response(body, media_type="text/event-stream")

@@ -300,6 +300,8 @@ class A2aDriver:
                                  "input is sent when it ends")]
             self._begin_turn()
             task = self.task_id if self.state in ("input-required", "auth-required") else None
+            if task is None:  # a new task in the same context: its id comes with its events
+                self.task_id = self.state = None
             return self._post_message(frame.text, (), task)  # type: ignore[attr-defined]
         if kind is AskUserAnswer or kind is PermissionResponse:
             ref = frame.ask_id if kind is AskUserAnswer else frame.req_id  # type: ignore[attr-defined]
