@@ -74,6 +74,11 @@ from trio_cap.events.projections.sessions import TERMINAL_STATUSES, SessionView
 BUILTIN_AGENT = "cap-agent"
 
 
+BUSY_AT_ONCE = 64
+"""Default of :attr:`Orchestrator.busy`: sessions starting, closing or taking a command at
+once."""
+
+
 class UnknownAgent(Exception):
     """No usable manifest for that agent, or it does not offer the binding asked for."""
 
@@ -130,7 +135,8 @@ class Session:
         if self._ref is None:
             raise self._ended(f"cannot {_verb(event)}")
         try:
-            return await request(self._ref, lambda reply: Command(event, reply))
+            async with self.orch.busy:
+                return await request(self._ref, lambda reply: Command(event, reply))
         except SessionEnded:
             await self.orch.caught_up()
             raise self._ended(f"cannot {_verb(event)}") from None
@@ -180,10 +186,12 @@ class Session:
         a terminal event in the log raises :class:`SessionEnded`.
         """
         if self._ref is not None:
-            try:
-                await request(self._ref, CloseSession)
-            except SessionEnded:
-                pass
+            async with self.orch.busy:
+                try:
+                    await request(self._ref, CloseSession)
+                except SessionEnded:
+                    pass
+                return await self.wait_terminal()
         return await self.wait_terminal()
 
     async def wait_terminal(self) -> SessionView:
@@ -245,6 +253,11 @@ class Orchestrator:
         """Who waits for a change: stream → events to set when a fold touches that stream
         (``None``: woken by every fold)."""
         self._watched: set[str] = set()
+        self.busy = trio.CapacityLimiter(BUSY_AT_ONCE)
+        """Sessions starting, closing or taking a command at one time; the rest wait their
+        turn.  Work done for every session in the same scheduler round lengthens every
+        round, and so the way of each event to its subscribers (1,000 sessions started at
+        once: p99 ~300 ms unbounded)."""
         self.record: RecordMode = "off"
         """Default recording of every new session's wire traffic (``cap run``: frames)."""
         self.node: Any = None
@@ -329,6 +342,8 @@ class Orchestrator:
         permissions_chosen: bool | None = None,
         record: RecordMode | None = None,
         options: Mapping[str, Any] | None = None,
+        session_resume_id: str | None = None,
+        restore: Callable[[SessionMachine], SessionMachine] | None = None,
     ) -> Session:
         """Spawn a session actor; returns once ``session.created`` is in the log.
 
@@ -354,6 +369,9 @@ class Orchestrator:
         ``record`` (``off | frames | raw``; default :attr:`Orchestrator.record`) logs the
         connection's wire traffic as ``frame.in`` / ``frame.out`` for ``cap replay
         --check``; ``options`` are added to the connector's ``spec.options``.
+        ``session_resume_id`` asks the agent to continue its own earlier session, and
+        ``restore`` (``cap run --resume``) turns the new machine into the one the log
+        rebuilt, so an existing ``session_id`` goes on where it stopped.
         """
         if permissions_chosen is None:
             permissions_chosen = permissions is not None
@@ -389,6 +407,7 @@ class Orchestrator:
             max_turns=max_turns,
             budget_usd=budget_usd,
             permission_mode=policy.permission_mode,  # type: ignore[arg-type]
+            session_resume_id=session_resume_id,
         )
         created = SessionCreated(
             session_id=sid,
@@ -428,6 +447,8 @@ class Orchestrator:
         machine = SessionMachine(
             created, config, policy, queued_input=resolved.manifest.capabilities.queued_input
         )
+        if restore is not None:
+            machine = restore(machine)
         caps = resolved.manifest.capabilities
         defaults = self.default_timeouts
         timeouts = Timeouts(
@@ -438,15 +459,32 @@ class Orchestrator:
         address = f"cap://{sid}"
         if self.node is not None:
             await self.node.own(sid)  # before the session's first event: never unowned
-        ref = self.system.spawn(
-            lambda: SessionActor(machine, candidates, self.log, timeouts,
-                                 lambda: self.shutdown_reason),
-            address=address,
-            policy=Escalate(),
-        )
+        token = object()
+        await self.busy.acquire_on_behalf_of(token)  # held until the session is up
+        try:
+            ref = self.system.spawn(
+                lambda: SessionActor(machine, candidates, self.log, timeouts,
+                                     lambda: self.shutdown_reason),
+                address=address,
+                policy=Escalate(),
+            )
+        except BaseException:
+            self.busy.release_on_behalf_of(token)
+            raise
         session = Session(self, sid, address, ref)
+        self.system.nursery.start_soon(self._release_when_up, session, token)
         await session._until(lambda s: sid in s.sessions.sessions, "it was never created")
         return session
+
+    async def _release_when_up(self, session: Session, token: object) -> None:
+        try:
+            await session._until(
+                lambda s: (v := s.sessions.sessions.get(session.id)) is not None
+                and v.status not in ("created", "starting"), "it never started")
+        except SessionEnded:
+            pass
+        finally:
+            self.busy.release_on_behalf_of(token)
 
     async def resolve(self, agent: str | Resolved) -> Resolved:
         """The agent's manifest, by the CAP resolution order; UnknownAgent says why not."""

@@ -2,7 +2,8 @@
 
 Each entry of :data:`REPLAY_BINDINGS` builds, for one recorded session, the
 same sans-io machine the binding's shell drove, with the ids the shell drew
-(read back from the session's ``frame.out`` events) and the recorded config.
+(read back from the session's ``frame.out`` events, :func:`recorded_ids`: the
+factory takes that queue and pops from it) and the recorded config.
 It answers four calls, mirroring its shell exactly:
 
 * ``open()``: what the shell wrote during its handshake, as frame.out events;
@@ -42,7 +43,9 @@ class ReplayBinding(Protocol):
     def cancel(self, scope: str) -> list[FrameOut]: ...
 
 
-def _recorded_ids(recorded: Sequence[Envelope]) -> deque[str]:
+def recorded_ids(recorded: Sequence[Envelope]) -> deque[str]:
+    """Every id the session's connections drew, in order (one queue for all of them: a
+    resumed session's second connection goes on drawing where the first stopped)."""
     return deque(i for env in recorded if type(env.event) is FrameOut
                  for i in env.event.ids)  # type: ignore[attr-defined]
 
@@ -62,7 +65,7 @@ class InprocReplay:
     decodes = False
     """Its agent events are not made from frames: the log's own events are the inputs."""
 
-    def __init__(self, config: SessionConfig, recorded: Sequence[Envelope]) -> None:
+    def __init__(self, config: SessionConfig, ids: deque[str]) -> None:
         self.recorder = Recorder("inproc", now=lambda: 0.0)
 
     def open(self) -> list[FrameOut]:
@@ -83,10 +86,9 @@ class StreamJsonReplay:
 
     decodes = True
 
-    def __init__(self, config: SessionConfig, recorded: Sequence[Envelope]) -> None:
+    def __init__(self, config: SessionConfig, ids: deque[str]) -> None:
         from trio_cap.actors.bindings.stream_json.driver import StreamJsonDriver
 
-        ids = _recorded_ids(recorded)
         self.recorder = rec = Recorder("stream-json", now=lambda: 0.0)
         new_uuid = rec.ids(lambda: ids.popleft() if ids else "replay-has-no-more-recorded-ids")
         agent_session = config.session_resume_id or new_uuid()
@@ -118,7 +120,7 @@ class StreamJsonReplay:
         return self.recorder.take_out()
 
 
-REPLAY_BINDINGS: dict[str, Callable[[SessionConfig, Sequence[Envelope]], ReplayBinding]] = {
+REPLAY_BINDINGS: dict[str, Callable[[SessionConfig, deque[str]], ReplayBinding]] = {
     "inproc": InprocReplay,
     "stream-json": StreamJsonReplay,
 }

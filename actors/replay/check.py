@@ -41,7 +41,12 @@ import attrs
 import msgspec
 
 from trio_cap.actors.bindings.base import AgentBatch, AgentGone, KillAgent, TurnEnded
-from trio_cap.actors.replay.bindings import REPLAY_BINDINGS, InprocReplay, ReplayBinding
+from trio_cap.actors.replay.bindings import (
+    REPLAY_BINDINGS,
+    InprocReplay,
+    ReplayBinding,
+    recorded_ids,
+)
 from trio_cap.actors.session.machine import (
     CancelAgent,
     Close,
@@ -86,6 +91,10 @@ _TERMINAL = (SessionCompleted, SessionCancelled, SessionFailed)
 
 class _LogEnds(Exception):
     """The log of a run that never ended (killed) stops here."""
+
+
+class _CrashCut(Exception):
+    """The run was killed here and later resumed (``run.resumed`` comes next)."""
 
 
 class Divergence(Exception):
@@ -179,6 +188,9 @@ class SessionReplay:
         """The binding's machine made the agent's events from recorded frames (else the
         events themselves are the inputs: in process, or recorded with --record off)."""
         self.complete = any(isinstance(e.event, _TERMINAL) for e in recorded)
+        self.ids = recorded_ids(recorded)
+        self.texts = {e.seq: e.event.text for e in recorded  # type: ignore[attr-defined]
+                      if type(e.event) is InputInjected}
         self.pos = 0
         self.pending: list[Event] = []
         self.binding: ReplayBinding | None = None
@@ -194,6 +206,8 @@ class SessionReplay:
                     raise _LogEnds  # the run was cut here (killed): nothing more to compare
                 raise Divergence(self.sid, None, None, (cause, ev), "the replay goes on")
             expected = rec[self.pos]
+            if type(expected.event) is RunResumed and type(ev) is not RunResumed:
+                raise _CrashCut  # the dead run never logged the rest of this step
             if expected.cause != cause or _untimed(expected.event) != _untimed(ev):
                 raise Divergence(self.sid, expected.seq, expected, (cause, ev))
             last = expected.seq
@@ -281,7 +295,7 @@ class SessionReplay:
                 raise Divergence(self.sid, self.rec[self.pos].seq, self.rec[self.pos], None,
                                  f"binding {name!r} has no replay machine in this build")
             self.binding_name = name
-            self.binding = factory(self.config, self.rec)
+            self.binding = factory(self.config, self.ids)
         return self.binding
 
     def _batch_starts_at(self, i: int) -> bool:
@@ -322,15 +336,18 @@ class SessionReplay:
                 if self.pos < len(rec):  # the actor takes nothing after the end
                     raise Divergence(self.sid, rec[self.pos].seq, rec[self.pos], None)
                 return self.pos
-            if self.pending:
-                nxt = self.pos + len(self.pending)
-                if self._batch_starts_at(nxt) and not self._step(nxt, merged=True):
+            try:
+                if self.pending:
+                    nxt = self.pos + len(self.pending)
+                    if self._batch_starts_at(nxt) and not self._step(nxt, merged=True):
+                        continue
+                    self._flush()
                     continue
-                self._flush()
-                continue
-            if self.pos >= len(rec):
-                return self.pos
-            self._step(self.pos, merged=False)
+                if self.pos >= len(rec):
+                    return self.pos
+                self._step(self.pos, merged=False)
+            except _CrashCut:
+                self.pending = []  # what the killed run was doing is lost with it
 
     def _step(self, i: int, *, merged: bool) -> bool:
         """Handle the input at recorded index ``i``; False when it was consumed as a batch."""
@@ -356,8 +373,10 @@ class SessionReplay:
             return True
         if kind is FrameOut and machine.state is State.CREATED:
             self._append(self._ensure_binding().open(), None)  # the handshake's writes
-        elif kind is BindingFallback or kind is RunResumed:
+        elif kind is BindingFallback:
             self._append([ev], env.cause)  # the actor's own, between connection attempts
+        elif kind is RunResumed:
+            self._resumed(env)
         elif kind is SessionStarting or (kind is SessionWarning and machine.state is State.CREATED
                                          and ev.code == "permissions_bypassed"):  # type: ignore[attr-defined]
             self._ensure_binding()
@@ -376,6 +395,18 @@ class SessionReplay:
         else:
             self._end(env)
         return True
+
+    def _resumed(self, env: Envelope) -> None:
+        """``cap run --resume`` picked the session up: reconcile as it did, on a new connection."""
+        from trio_cap.actors.replay.resume import reconcile
+
+        config = next((e.event for e in self.rec[self.pos + 1:]
+                       if type(e.event) is SessionConfig), self.config)
+        self.config = config  # type: ignore[assignment]
+        self._append([env.event], env.cause)
+        reconcile(self.machine, env.event, self.texts, config)  # type: ignore[arg-type]
+        self.binding = None
+        self.conn = False
 
     def _command(self, env: Envelope) -> None:
         machine = self.machine

@@ -1,0 +1,246 @@
+"""``cap run --resume LOG``: pick a run up after its ``cap run`` died.
+
+The log is opened for writing, which takes its writer lock: while another
+process (the first ``cap run``, or a second resume) has it, the resume is
+refused.  A torn final append (a kill mid-write, a power loss) is cut, as
+any writer does.  Then (:mod:`..replay.resume`): the run's plan is read from
+``run.started``, the session's machine is rebuilt by replaying its log, the
+dead agent's turns in flight are queued again, the agent is resumed or
+restarted, and the turns the run had not finished are run; the run ends as
+``cap run`` does, with the same exit codes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+
+import attrs
+import trio
+
+from trio_cap.actors.cli.common import EXIT_OK, RunFailed, UsageError, brain_script
+from trio_cap.actors.cli.follow import Follower
+from trio_cap.actors.cli.run_cmd import (
+    DEFAULT_IDLE_TIMEOUT,
+    SIGNALS,
+    Outcome,
+    Plan_,
+    _read_back,
+    _resolve,
+    _write_failure,
+    explain,
+    open_log,
+    run_command,
+)
+from trio_cap.actors.orchestrator import Orchestrator, UnknownAgent, open_orchestrator
+from trio_cap.actors.replay.resume import (
+    RESUME_CAPABILITY,
+    CannotResume,
+    ResumePoint,
+    find_resume_point,
+    finished,
+    rebuild,
+    reconcile,
+    resumed_event,
+    transcript_context,
+)
+from trio_cap.actors.session.actor import CommandRefused, SessionEnded
+from trio_cap.actors.session.machine import SessionMachine
+from trio_cap.actors.session.timers import Timeouts
+from trio_cap.events.kinds import InputInjected
+from trio_cap.events.log import FileEventLog
+from trio_cap.events.projections.sessions import TERMINAL_STATUSES
+from trio_cap.events.replay import replay
+
+
+def resume_command(args: argparse.Namespace) -> int:
+    path = args.resume
+    if args.log is not None and args.log != path:
+        raise UsageError("--resume LOG writes to LOG itself; drop --log")
+    if not os.path.isfile(path):
+        raise UsageError(f"--resume {path}: no such log file")
+    log = open_log(path, args.fsync)  # the writer lock: a second resume is refused here
+    try:
+        point, state = _point(log, path)
+    except BaseException:
+        trio.run(log.aclose)
+        raise
+    if log.recovered:
+        print(f"cap: {path}: cut a torn tail of {log.recovered.dropped_bytes} bytes "
+              f"({log.recovered.detail})", file=sys.stderr)
+    if finished(point):
+        trio.run(log.aclose)
+        print(f"cap: {path}: the run already ended ({point.status}); nothing to resume",
+              file=sys.stderr)
+        return EXIT_OK if point.status == "completed" else 1
+    run = point.run
+    if point.session_id is None:  # died before its session existed: start it afresh
+        trio.run(log.aclose)
+        print(f"cap: {path}: the run died before its session started; running it again",
+              file=sys.stderr)
+        return run_command(_fresh_args(args, run))
+    print(f"cap: resuming session {point.session_id} of {path} (after seq {point.after_seq})",
+          file=sys.stderr)
+    plan = _plan(args, run, path)
+    try:
+        outcome = trio.run(_resume, args, log, plan, point)
+    except BaseException as exc:
+        failure = _write_failure(exc)
+        if failure is None:
+            raise
+        print(f"cap: --resume {path}: cannot write the log: {failure}; the run stopped",
+              file=sys.stderr)
+        return 1
+    finally:
+        print(f"cap: log written to {path} (see: cap log show {path})", file=sys.stderr)
+    del state
+    return explain(outcome)
+
+
+def _point(log: FileEventLog, path: str) -> tuple[ResumePoint, object]:
+    state = replay(log, skip=("transcript",))  # every projection, rebuilt from the log
+    statuses = {sid: view.status for sid, view in state.sessions.sessions.items()}
+    try:
+        point = find_resume_point(log.read(), statuses)
+    except CannotResume as exc:
+        raise UsageError(f"--resume {path}: {exc}") from None
+    return point, state
+
+
+def _fresh_args(args: argparse.Namespace, run) -> argparse.Namespace:
+    fresh = argparse.Namespace(**vars(args))
+    fresh.resume = None
+    fresh.log = args.resume
+    fresh.task, fresh.task_file = run.tasks[0], None
+    fresh.next = list(run.tasks[1:])
+    _apply_run(fresh, run)
+    return fresh
+
+
+def _apply_run(args: argparse.Namespace, run) -> None:
+    """The dead run's options replace this command line's (they are the run's)."""
+    args.agent, args.binding, args.model = run.agent, run.binding, run.model
+    args.cwd, args.script = run.cwd, run.script
+    args.permissions, args.allow_high_risk = run.permissions, run.allow_high_risk
+    args.budget_usd, args.record = run.budget_usd, run.record
+    args.turn_timeout, args.idle_timeout = run.turn_timeout, run.idle_timeout
+    args.headless = True if run.permissions != "ask" else args.headless
+
+
+def _plan(args: argparse.Namespace, run, path: str) -> Plan_:
+    _apply_run(args, run)
+    if run.permissions == "ask" and not sys.stdin.isatty():
+        raise UsageError(f"--resume {path}: the run used --permissions ask, which needs a "
+                         "terminal on stdin")
+    agent = trio.run(_resolve, run.agent, run.binding)
+    return Plan_(agent=agent, task=run.tasks[0], cwd=run.cwd, script=brain_script(run.script),
+                 policy=run.permissions, policy_defaulted=False,
+                 interactive=run.permissions == "ask", log_path=path,
+                 turn_timeout=run.turn_timeout, idle_timeout=run.idle_timeout)
+
+
+@attrs.define
+class _How:
+    how: str
+    reason: str
+    resume_id: str | None
+    system_prompt: str | None
+
+
+def _how(plan: Plan_, point: ResumePoint, machine: SessionMachine) -> _How:
+    manifest = plan.agent.manifest
+    binding = next((e.event.binding for e in reversed(point.recorded)  # type: ignore[attr-defined]
+                    if type(e.event).__name__ == "SessionStarting"), None)
+    can = bool(manifest.extensions.get(RESUME_CAPABILITY)) and binding == "stream-json"
+    agent_session = point.agent_session_id
+    if can and agent_session:
+        return _How("resumed", f"the agent continues its session {agent_session}",
+                    agent_session, machine.config.system_prompt)
+    why = ("its manifest does not declare capabilities.x-session-resume" if not can
+           else "it never reported a session id to resume")
+    return _How("restarted", f"a new agent with the transcript so far: {why}", None,
+                transcript_context(point, machine.config.system_prompt))
+
+
+async def _resume(args: argparse.Namespace, log: FileEventLog, plan: Plan_,
+                  point: ResumePoint) -> Outcome:
+    out = Outcome()
+    machine = rebuild(point)
+    how = _how(plan, point, machine)
+    event = resumed_event(point, machine, how.how, how.reason)
+    texts = {e.seq: e.event.text for e in point.recorded  # type: ignore[attr-defined]
+             if type(e.event) is InputInjected}
+    target = event.turns_done + len(machine.in_flight) + len(machine.queue)
+
+    def restore(fresh: SessionMachine) -> SessionMachine:
+        machine.resumed = event
+        machine.policy = fresh.policy
+        reconcile(machine, event, texts, fresh.config)
+        return machine
+
+    with trio.open_signal_receiver(*SIGNALS) as signals:
+        async with log, open_orchestrator(log) as orch, trio.open_nursery() as nursery:
+            orch.default_timeouts = Timeouts(idle=DEFAULT_IDLE_TIMEOUT)
+            orch.record = args.record
+            nursery.start_soon(_signals, signals, out, orch, nursery.cancel_scope)
+            await _continue(orch, args, plan, point, how, restore, target, out)
+            if out.session is not None:
+                _read_back(orch, out)
+            nursery.cancel_scope.cancel()
+    return out
+
+
+async def _continue(orch: Orchestrator, args, plan: Plan_, point: ResumePoint, how: _How,
+                    restore, target: int, out: Outcome) -> None:
+    try:
+        session = await orch.start_session(
+            plan.agent, args.binding, cwd=plan.cwd, model=args.model, script=plan.script,
+            permissions=plan.policy, allow_high_risk=args.allow_high_risk,
+            human=plan.interactive, budget_usd=args.budget_usd,
+            turn_timeout=plan.turn_timeout, idle_timeout=plan.idle_timeout,
+            session_id=point.session_id, session_resume_id=how.resume_id,
+            system_prompt=how.system_prompt, restore=restore)
+    except UnknownAgent as exc:
+        raise UsageError(str(exc)) from None
+    out.session = session
+    follower = Follower(orch, session, plan.interactive, args.json)
+    async with trio.open_nursery() as printing:
+        printing.start_soon(follower.run)
+        try:
+            if target:  # the re-queued turns run first, as the machine sends them
+                await session._until(
+                    lambda s: (v := s.sessions.sessions[session.id]).ended_turn >= target
+                    or v.status in TERMINAL_STATUSES, f"turn {target} never ended")
+            out.turn = session.view.ended_turn if session.view else None
+            out.stop_reason = session.view.last_stop_reason if session.view else None
+            done = len(point.injected)
+            for text in point.run.tasks[done:]:
+                if out.stop_reason not in (None, "end_turn"):
+                    break
+                result = await session.run_turn(text)
+                out.turn, out.stop_reason = result.turn, result.stop_reason
+            await session.close()
+        except SessionEnded:
+            pass
+        except CommandRefused as exc:
+            out.refused = exc.error
+            try:
+                await session.close()
+            except SessionEnded:
+                pass
+        with trio.move_on_after(2):
+            await session.gone.wait()
+        printing.cancel_scope.cancel()
+
+
+async def _signals(signals, out: Outcome, orch: Orchestrator, everything) -> None:
+    async for signum in signals:
+        out.signal = signum
+        orch.shutdown_reason = f"cap run --resume received {signal.Signals(signum).name}"
+        everything.cancel()
+        return
+
+
+__all__ = ["RunFailed", "resume_command"]

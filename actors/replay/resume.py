@@ -1,0 +1,163 @@
+"""Picking a run up after its orchestrator died: the machine the log rebuilds, reconciled.
+
+Why through the replay: the session machine's state (turn count, money
+spent, what was queued or in flight) is a function of the log, and
+:class:`~trio_cap.actors.replay.check.SessionReplay` is that function — the
+same one ``cap replay --check`` trusts.  A log that does not replay is not
+resumed (refusing beats guessing what the dead run was doing).
+
+Reconciling with reality (:func:`reconcile`): the agent process is gone
+(with stream-json it saw stdin close when its parent died), so the turns it
+had in flight are lost; their inputs go back to the front of the queue with
+their original seqs (the re-run names the same ``input.injected`` as its
+cause) and their numbers are reused; requests and asks the dead agent
+waited on died with it (the re-run turn asks again).  Money spent, the raw
+output budget and turns done carry over.  Whether the new agent *resumes*
+its own conversation (Claude Code's ``--resume``, when the manifest declares
+``capabilities.x-session-resume``) or is *restarted* with the transcript so
+far as its system prompt is decided here and logged as ``run.resumed``, the
+first event the resumed session writes.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+
+import attrs
+
+from trio_cap.actors.replay.check import SessionReplay
+from trio_cap.actors.session.machine import Emit, Output, SessionMachine, State
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import (
+    InputInjected,
+    RunResumed,
+    RunStarted,
+    SessionConfig,
+    SessionCreated,
+    SessionReady,
+    SessionTurnEnded,
+    TextChunk,
+    ToolCallStart,
+)
+from trio_cap.events.projections.sessions import TERMINAL_STATUSES
+
+RESUME_CAPABILITY = "capabilities.x-session-resume"
+"""Manifest extension: the agent continues its own session when given its id (stream-json:
+Claude Code's ``--resume``)."""
+
+TRANSCRIPT_LIMIT = 20_000
+"""Characters of transcript a restarted agent is given as context (the latest are kept)."""
+
+
+class CannotResume(Exception):
+    """The log holds nothing to resume, or not in a state that can be picked up safely."""
+
+
+@attrs.frozen
+class ResumePoint:
+    """What the log says about the run to pick up."""
+
+    run: RunStarted
+    session_id: str | None
+    recorded: tuple[Envelope, ...]
+    status: str | None
+    after_seq: int
+
+    @property
+    def injected(self) -> list[str]:
+        return [e.event.text for e in self.recorded  # type: ignore[attr-defined]
+                if type(e.event) is InputInjected]
+
+    @property
+    def agent_session_id(self) -> str | None:
+        ready = [e.event.agent_session_id for e in self.recorded  # type: ignore[attr-defined]
+                 if type(e.event) is SessionReady]
+        return ready[-1] if ready else None
+
+
+def find_resume_point(envs: Sequence[Envelope], statuses: dict[str, str]) -> ResumePoint:
+    """The last ``run.started`` in the log and the session it created (if it got that far)."""
+    runs = [i for i, e in enumerate(envs) if type(e.event) is RunStarted]
+    if not runs:
+        raise CannotResume("holds no cap run to resume (no run.started event)")
+    start = runs[-1]
+    run: RunStarted = envs[start].event  # type: ignore[assignment]
+    sid = next((e.event.session_id for e in envs[start:]  # type: ignore[attr-defined]
+                if type(e.event) is SessionCreated), None)
+    recorded = tuple(e for e in envs[start:] if sid is not None and e.stream == sid)
+    return ResumePoint(run=run, session_id=sid, recorded=recorded,
+                       status=statuses.get(sid) if sid else None,
+                       after_seq=envs[-1].seq if envs else 0)
+
+
+def finished(point: ResumePoint) -> bool:
+    return point.status in TERMINAL_STATUSES
+
+
+class ResumedMachine(SessionMachine):
+    """A session machine whose first event, once resumed, is the ``run.resumed`` record."""
+
+    resumed: RunResumed | None = None
+
+    def create(self) -> list[Output]:
+        if self.resumed is None:
+            return super().create()
+        return [Emit((self.resumed,))]
+
+
+def rebuild(point: ResumePoint) -> ResumedMachine:
+    """The machine as the dead run left it: the session's log replayed (refused if it diverges)."""
+    from trio_cap.actors.replay.check import Divergence
+
+    replay = SessionReplay(point.recorded, ResumedMachine)
+    try:
+        replay.run()
+    except Divergence as exc:
+        raise CannotResume(f"its log does not replay, so its state is unknown: {exc}") from None
+    return replay.machine  # type: ignore[no-any-return]
+
+
+def reconcile(machine: SessionMachine, resumed: RunResumed, texts: dict[int, str],
+              config: SessionConfig) -> None:
+    """Make ``machine`` (rebuilt from the log) the one that goes on: see the module docstring.
+
+    Deterministic in the machine and the event, so ``cap replay --check`` reconciles the
+    same way when it meets the ``run.resumed``.
+    """
+    in_flight = list(machine.in_flight)
+    machine.queue = deque([(texts[seq], seq) for _, seq in in_flight] + list(machine.queue))
+    machine.in_flight.clear()
+    machine.turn -= len(in_flight)
+    machine.pending_permissions.clear()
+    machine.pending_asks.clear()
+    machine.timed_out = machine.turn_error = None
+    machine.state = State.CREATED
+    machine.config = config
+
+
+def resumed_event(point: ResumePoint, machine: SessionMachine, how: str,
+                  reason: str) -> RunResumed:
+    ended = sum(1 for e in point.recorded if type(e.event) is SessionTurnEnded)
+    rerun = tuple(turn for turn, _ in machine.in_flight)
+    return RunResumed(session_id=point.session_id or "", how=how,  # type: ignore[arg-type]
+                      after_seq=point.after_seq, turns_done=ended, rerun_turns=rerun,
+                      agent_session_id=point.agent_session_id if how == "resumed" else None,
+                      reason=reason)
+
+
+def transcript_context(point: ResumePoint, system_prompt: str | None) -> str:
+    """The conversation so far, for an agent that is restarted instead of resumed."""
+    lines: list[str] = []
+    for env in point.recorded:
+        ev = env.event
+        if type(ev) is InputInjected:
+            lines.append(f"\nUser: {ev.text}")  # type: ignore[attr-defined]
+        elif type(ev) is TextChunk and ev.channel == "assistant":  # type: ignore[attr-defined]
+            lines.append(ev.text)  # type: ignore[attr-defined]
+        elif type(ev) is ToolCallStart:
+            lines.append(f"\n[tool {ev.name}]")  # type: ignore[attr-defined]
+    text = "".join(lines).strip()[-TRANSCRIPT_LIMIT:]
+    head = (system_prompt + "\n\n") if system_prompt else ""
+    return (f"{head}This session was restarted after its orchestrator stopped. The "
+            f"conversation so far:\n{text}")
