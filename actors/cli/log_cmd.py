@@ -21,7 +21,7 @@ from trio_cap.actors.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageEr
 from trio_cap.actors.cli.render import line
 from trio_cap.events.envelope import Envelope, to_json_obj
 from trio_cap.events.kinds import LogLost, LogUndecodable
-from trio_cap.events.log import FileEventLog, LogCorrupted, LogFormatError
+from trio_cap.events.log import FileEventLog, LogFormatError
 from trio_cap.events.log.file import describe_gap
 from trio_cap.events.log.opener import is_url
 from trio_cap.events.log.records import MADE_ON_READ
@@ -102,19 +102,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def open_readonly(path: str) -> FileEventLog:
-    if is_url(path):
-        return log_pg_cmd.open_reader(path)  # type: ignore[return-value]
-    try:
-        log = FileEventLog(path, readonly=True)
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such log file") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path} is a directory, not a log file") from None
-    except (LogFormatError, LogCorrupted) as exc:
-        raise UsageError(str(exc)) from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return log
+    """A read-only log for a path or a postgresql:// URL, or a one-line error (exit 1 or 2)."""
+    return log_pg_cmd.open_reader(path)  # type: ignore[return-value]
 
 
 class Reporter:
