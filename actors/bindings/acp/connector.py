@@ -233,6 +233,10 @@ class AcpConnector:
     def _env(self, spec: AgentSpec) -> dict[str, str]:
         env = dict(os.environ) if self.inherit_env else {}
         env.update(self.env)
+        review = acp_tuning(spec).get("review-env")
+        if isinstance(review, dict) and spec.config.permission_mode != "none":
+            # settings that make the agent ask before it acts, so trio-cap's policy decides
+            env.update({str(k): str(v) for k, v in review.items()})
         env.update(spec.options.get("env") or {})
         env.pop("CLAUDECODE", None)
         env["PWD"] = spec.config.cwd
@@ -247,12 +251,22 @@ class AcpConnector:
     def options_for(self, spec: AgentSpec, env: Mapping[str, str]) -> ClientOptions:
         config = spec.config
         opts = spec.options
+        tuning = acp_tuning(spec)
+        mode = opts.get("acp_mode")
+        if mode is None and config.permission_mode == "none":
+            mode = tuning.get("bypass-mode")  # the agent's own no-prompt mode, for bypass
         return ClientOptions(
             cwd=os.path.abspath(config.cwd), model=config.model,
             resume_id=config.session_resume_id,
             mcp_servers=tuple(opts.get("mcp_servers") or ()),
-            auth_method=opts.get("acp_auth_method") or env.get(AUTH_ENV) or None,
-            mode=opts.get("acp_mode"), permission_mode=config.permission_mode,
+            auth_method=(opts.get("acp_auth_method") or env.get(AUTH_ENV)
+                         or tuning.get("auth-method") or None),
+            mode=mode if isinstance(mode, str) else None,
+            permission_mode=config.permission_mode,
+            fs_read=tuning.get("serve-fs-read", True) is not False,
+            fs_write=tuning.get("serve-fs-write", True) is not False,
+            terminal=tuning.get("serve-terminal", True) is not False,
+            elicitation=tuning.get("serve-elicitation", True) is not False,
             client_version=_version())
 
     @asynccontextmanager
@@ -287,6 +301,14 @@ class AcpConnector:
             deliver.close()
         if failure is not None:
             raise ConnectError(failure)
+
+
+def acp_tuning(spec: AgentSpec) -> dict[str, Any]:
+    """The manifest's ``[x-acp]`` table (see docs/cap.md, "ACP driver"), or ``{}``."""
+    manifest = spec.options.get("manifest")
+    extensions = getattr(manifest, "extensions", None) or {}
+    table = extensions.get("x-acp")
+    return table if isinstance(table, dict) else {}
 
 
 def _fs_scope(spec: AgentSpec) -> str:

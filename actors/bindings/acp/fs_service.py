@@ -96,7 +96,7 @@ class FsService:
         try:
             fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW)
         except FileNotFoundError:
-            raise FsRefused(f.RESOURCE_NOT_FOUND, f"file not found: {shown}") from None
+            raise FsRefused(f.RESOURCE_NOT_FOUND, f"Resource not found: {shown}") from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:  # a symlink planted after the check
                 raise FsRefused(SCOPE_CODE, f"cap_scope_violation: {shown} is outside the "
