@@ -231,3 +231,19 @@ def test_session_load_replays_a_logged_session_then_continues(tmp_path: Path) ->
     assert [k for k in replayed[1:] if k != "tool_call_update"] == live
     assert more.stop_reason == "end_turn"
     assert missing.code == -32002
+
+
+def test_a_plain_command_line_reaches_the_clients_terminal_as_its_own_argv(
+        tmp_path: Path) -> None:
+    client = RecordingClient(tmp_path, terminal=True)
+
+    async def main() -> Any:
+        async with open_agent(client) as conn:
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            return await conn.prompt(session_id=session.session_id,
+                                     prompt=[text_block("run: echo plain words")])
+
+    assert run(main()).stop_reason == "end_turn"
+    # no shell in between: a client that vets commands sees the program itself
+    assert client.commands == [("echo", ["plain", "words"])]
+    assert "plain words" in client.reply_text()

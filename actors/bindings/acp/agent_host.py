@@ -106,8 +106,9 @@ class AcpToolHost:
                           seconds: float) -> tuple[int | None, str]:
         if not self.terminal:
             return await tools.run_command(cwd, command, seconds)
+        program, args = terminal_argv(command)
         created = await self._ask(f.TERMINAL_CREATE, f.CreateTerminalParams(
-            session_id=self.session_id, command="/bin/sh", args=("-c", command),
+            session_id=self.session_id, command=program, args=args,
             cwd=cwd, output_byte_limit=OUTPUT_LIMIT))
         terminal = f.TerminalParams(session_id=self.session_id,
                                     terminal_id=created.terminal_id)
@@ -128,6 +129,22 @@ class AcpToolHost:
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(CLEANUP_SECONDS):
                 await self._call(f.TERMINAL_RELEASE, terminal)
+
+
+_SHELL_SYNTAX = frozenset("|&;<>()$`\\*?[]{}~#!\n'\"=%")
+_BUILTINS = frozenset({"cd", "export", "source", ".", "alias", "set", "unset", "exit",
+                       "ulimit", "umask", "eval", "exec", "type", "command", "read", "trap",
+                       "wait", "jobs", "fg", "bg", "shift", "local", "return"})
+
+
+def terminal_argv(command: str) -> tuple[str, tuple[str, ...]]:
+    """What ``terminal/create`` runs for a Bash command: a plain command line (words only)
+    as its own argv, so a client that vets commands sees the program itself; anything
+    using shell syntax (or a shell builtin) as ``/bin/sh -c COMMAND``."""
+    words = command.split()
+    if words and not (_SHELL_SYNTAX & set(command)) and words[0] not in _BUILTINS:
+        return words[0], tuple(words[1:])
+    return "/bin/sh", ("-c", command)
 
 
 def _local_text(cwd: str, path: str) -> str | None:
