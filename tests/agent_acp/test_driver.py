@@ -9,6 +9,7 @@ own argv, which the driver's risk rating can read), both vetted by ``--permissio
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 from pathlib import Path
@@ -40,3 +41,19 @@ async def test_cap_run_drives_cap_agent_over_acp(tmp_path: Path) -> None:
     (diff,) = ends["call_1"]["_meta"]["acp"]["diffs"]
     assert (diff["path"], diff["newText"]) == (str(tmp_path / "e2e.txt"), "via the driver\n")
     assert ends["call_2"]["_meta"]["acp"]["terminals"]
+
+
+async def test_the_cap_agent_manifest_offers_acp_and_cap_run_uses_it(tmp_path: Path) -> None:
+    bindir = str(Path(CAP).parent)
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ.get('PATH', '')}",
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}  # a fresh probe of --cap-manifest
+    with trio.fail_after(120):
+        result = await trio.run_process(
+            [CAP, "run", "--agent", "cap-agent", "--binding", "acp", "--permissions", "allow",
+             "--task", "write m.txt: over the manifest", "--log", str(tmp_path / "m.caplog")],
+            cwd=str(tmp_path), env=env, capture_stdout=True, capture_stderr=True, check=False,
+            stdin=subprocess.DEVNULL)
+    out = result.stdout.decode() + result.stderr.decode()
+    assert result.returncode == 0, out
+    assert "via acp" in out
+    assert (tmp_path / "m.txt").read_text() == "over the manifest\n"
