@@ -75,8 +75,8 @@ def test_allowed_tool_rules_keep_their_commas():
 def test_the_printed_manifest_validates_and_offers_what_this_build_speaks():
     m = parse_manifest(manifest_text(), "cap agent --cap-manifest")
     assert m.agent.name == "cap-agent"
-    assert offered_bindings(m) == ("inproc", "stream-json", "pty")
+    assert offered_bindings(m) == ("inproc", "stream-json", "acp", "pty")
     assert m.fast_path.stream_json == ("cap", "agent", "--cap-speak", "stream-json")
-    assert m.fast_path.acp_stdio is False
+    assert m.fast_path.acp_stdio == ("cap", "agent", "--cap-speak", "acp")
     assert set(m.capabilities.coding.artifacts) == {"diff", "transcript"}
     assert not m.capabilities.coding.fs.any_enabled()
