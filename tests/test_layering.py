@@ -217,7 +217,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
                      "actors.session.machine",
                      "actors.session.policy", "actors.session.raw_budget",
                      "actors.session.timers", "actors.risk", "actors.risk.*")),
-    (3, "shells", ("actors.connection", "actors.ids", "actors.runtime",
+    (3, "shells", ("actors.connection", "actors.ids", "actors.runtime", "actors.gc_tuning",
                    "actors.bindings.process", "actors.bindings.deliver",
                    "actors.bindings.registry", "actors.bindings.inproc",
                    "actors.bindings.*.connector", "actors.bindings.pty.ptyproc",

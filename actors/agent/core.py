@@ -11,7 +11,8 @@ rather than one message per event.
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 import trio
@@ -104,8 +105,14 @@ class _MaxTurns(Exception):
 
 class AgentCore:
     def __init__(self, brain: ScriptedBrain, emit: Emit, *, session_id: str = "cap-agent",
-                 turn_hooks: TurnHooks | None = None, tool_host: ToolHost | None = None) -> None:
+                 turn_hooks: TurnHooks | None = None, tool_host: ToolHost | None = None,
+                 turn_slots: trio.CapacityLimiter | None = None) -> None:
         self.brain = brain
+        self.turn_slots = turn_slots
+        """Shared by every core in one process (``inproc``): a turn computes only while it
+        holds a slot and gives it back while it waits (a reply, a ``wait`` step), so a
+        thousand sessions' turns take turns instead of all sharing every scheduler round
+        (which is what makes one event's way to a subscriber long)."""
         self._emit = emit
         self.session_id = session_id
         self.turn_hooks = turn_hooks
@@ -194,15 +201,37 @@ class AgentCore:
         self._waiting[key] = (event, box)
         await self._flush()
         try:
-            await event.wait()
+            async with self._slot_released():
+                await event.wait()
         finally:
             self._waiting.pop(key, None)
         return box[0]
 
+    @asynccontextmanager
+    async def _slot_released(self) -> AsyncIterator[None]:
+        """Give the turn's slot back while it waits; take one again before it goes on."""
+        slots = self.turn_slots
+        if slots is None or self not in slots.statistics().borrowers:
+            yield
+            return
+        slots.release_on_behalf_of(self)
+        try:
+            yield
+        finally:
+            await slots.acquire_on_behalf_of(self)  # cancelled here: the turn holds none
+
     # ---- turns ----------------------------------------------------------------
     async def _turn_worker(self, turns: trio.MemoryReceiveChannel[str]) -> None:
         async for prompt in turns:
-            await self._run_turn(prompt)
+            if self.turn_slots is None:
+                await self._run_turn(prompt)
+                continue
+            await self.turn_slots.acquire_on_behalf_of(self)
+            try:
+                await self._run_turn(prompt)
+            finally:
+                if self in self.turn_slots.statistics().borrowers:
+                    self.turn_slots.release_on_behalf_of(self)
 
     async def _run_turn(self, prompt: str) -> None:
         self._turn_no += 1
@@ -303,7 +332,8 @@ class AgentCore:
                 self._reported.append(step)
             case Wait():
                 await self._flush()
-                await trio.sleep(step.wait)
+                async with self._slot_released():
+                    await trio.sleep(step.wait)
             case Error():
                 self._out.append(CapError(code=step.error, message=step.message or step.error,
                                           retryable=step.retryable))
@@ -370,7 +400,8 @@ class AgentCore:
             try:
                 result = action(intent)
                 if isinstance(result, Awaitable):
-                    result = await result
+                    async with self._slot_released():  # a command or a client's reply: waits
+                        result = await result
             except (KeyError, TypeError, AttributeError) as exc:  # a rewritten input gone wrong
                 raise tools.ToolError(f"invalid input for {name}: {exc!r}") from None
         except tools.ToolError as exc:

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
+from trio.lowlevel import RunVar
 
 from trio_cap.actors.agent.brain import ScriptedBrain
 from trio_cap.actors.agent.core import AgentCore, Emitted
@@ -38,6 +39,26 @@ class InprocConnection:
         await self._frames.send(Cancel(scope=scope))
 
 
+TURNS_AT_ONCE = 32
+"""How many in-process turns compute at once (per Trio run); the others wait their turn.
+The brain is CPU in the orchestrator's own process: letting every session compute in every
+scheduler round only makes each round, and so each event's way to a subscriber, longer
+(1,000 concurrent turns: append → subscriber p99 237 ms unbounded).  Waits (replies,
+commands, ``wait`` steps) hold no slot."""
+
+_TURN_SLOTS: RunVar[trio.CapacityLimiter] = RunVar("inproc_turn_slots")
+
+
+def turn_slots() -> trio.CapacityLimiter:
+    """This Trio run's shared limiter of in-process turns."""
+    try:
+        return _TURN_SLOTS.get()
+    except LookupError:
+        slots = trio.CapacityLimiter(TURNS_AT_ONCE)
+        _TURN_SLOTS.set(slots)
+        return slots
+
+
 class InprocConnector:
     binding = "inproc"
 
@@ -53,7 +74,7 @@ class InprocConnector:
         if recorder is not None:
             emit = _recording(emit, recorder)
         core = AgentCore(ScriptedBrain(script), emit, session_id=spec.options.get(
-            "agent_session_id", "cap-agent"))
+            "agent_session_id", "cap-agent"), turn_slots=turn_slots())
 
         async def serve() -> None:
             reason = "the agent ended the session"

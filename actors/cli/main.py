@@ -23,6 +23,7 @@ from trio_cap.actors.cli.common import (  # noqa: F401 - re-exported for command
     UsageError,
 )
 from trio_cap.actors.cli.errors import report
+from trio_cap.actors.gc_tuning import tune_gc
 
 # Each module exposes ``register(subparsers)``; the parser it adds sets ``func``.
 COMMAND_MODULES = (
@@ -61,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return EXIT_USAGE
+        tune_gc()  # a command may run thousands of sessions: no full-collection stalls
         return int(args.func(args) or 0)
     except BaseException as exc:  # every escape becomes one line and an exit code
         return report(exc)

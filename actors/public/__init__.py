@@ -7,6 +7,7 @@ with another distribution's ``events`` or ``actors`` module; this package is
 """
 
 from trio_cap.actors import __version__
+from trio_cap.actors.gc_tuning import tune_gc
 from trio_cap.actors.ids import RandomIds, SequentialIds
 from trio_cap.actors.orchestrator import (
     Orchestrator,
@@ -47,4 +48,5 @@ __all__ = [
     "initial_state",
     "open_orchestrator",
     "replay",
+    "tune_gc",
 ]

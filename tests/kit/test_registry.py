@@ -56,11 +56,12 @@ def test_pyproject_declares_exactly_the_builtin_bindings() -> None:
 
 def test_our_bindings_are_found_even_without_installed_metadata() -> None:
     registry = ConnectorRegistry(eps=[])
-    assert set(registry) == {"inproc", "stream-json"}
+    assert set(registry) == {"inproc", "stream-json", "acp", "pty", "a2a"}
     assert isinstance(registry["inproc"], InprocConnector)
     assert registry.why_unavailable("inproc") is None
-    assert registry.why_unavailable("pty") == "the pty binding is not in this build of trio-cap yet"
-    assert "pty" not in registry and registry.get("pty") is None
+    why = registry.why_unavailable("grpc")
+    assert why == "the grpc binding is not in this build of trio-cap yet"
+    assert "grpc" not in registry and registry.get("grpc") is None
 
 
 def test_explicit_connectors_override_and_can_be_removed() -> None:
