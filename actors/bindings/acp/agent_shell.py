@@ -16,7 +16,6 @@ what drives it.
 
 from __future__ import annotations
 
-import signal
 import sys
 import uuid
 from collections.abc import Callable, Sequence
@@ -44,7 +43,11 @@ from trio_cap.actors.bindings.acp.agent_effects import (
 from trio_cap.actors.bindings.acp.agent_host import AcpToolHost
 from trio_cap.actors.bindings.acp.agent_side import AcpAgentSide, AgentSettings
 from trio_cap.actors.bindings.base import TurnEnded
-from trio_cap.actors.bindings.stream_json.agent_shell import CoreFactory
+from trio_cap.actors.bindings.stream_json.agent_shell import (
+    CoreFactory,
+    end_on_signals,
+    read_into,
+)
 from trio_cap.actors.bindings.stream_json.agent_shell import _Pipe as Pipe
 from trio_cap.events.kinds import Cancel, Event
 from trio_cap.events.log.base import EventLog
@@ -148,25 +151,8 @@ class AcpAgentShell:
             self._waiters.pop(ticket, None)
         return box[0] if box else ClientError(-32603, "no answer")
 
-    # ---- stdin and signals -----------------------------------------------------------------
-    async def _read_stdin(self, pipe: Pipe) -> None:
-        while True:
-            try:
-                data = await pipe.receive_some()
-            except (OSError, trio.ClosedResourceError, trio.BrokenResourceError):
-                data = b""
-            if not data:
-                await self._inbox_send.send(("eof", None))
-                return
-            await self._inbox_send.send(("data", data))
-
-    async def _signals(self, cancel: trio.CancelScope) -> None:
-        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
-            async for signum in signals:
-                self._note(f"{signal.Signals(signum).name}: closing the sessions and the log")
-                self._exit = 128 + signum
-                cancel.cancel()
-                return
+    def _set_exit(self, code: int) -> None:
+        self._exit = code
 
     # ---- effects ---------------------------------------------------------------------
     async def _apply(self, effects: list[Effect]) -> None:
@@ -240,8 +226,9 @@ class AcpAgentShell:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                nursery.start_soon(self._signals, nursery.cancel_scope)
-                nursery.start_soon(self._read_stdin, stdin)
+                nursery.start_soon(end_on_signals, "closing the sessions and the log",
+                                   self._note, self._set_exit, nursery.cancel_scope)
+                nursery.start_soon(read_into, stdin, self._inbox_send)
                 while self._exit is None:
                     kind, payload = await self._inbox.receive()
                     await self._dispatch(kind, payload)

@@ -273,6 +273,9 @@ class AcpConnector:
     async def open(self, spec: AgentSpec,
                    deliver: trio.MemorySendChannel[Any]) -> AsyncIterator[AcpConnection]:
         argv = list(spec.argv)
+        if argv and spec.config.permission_mode != "none":
+            argv += [str(a) for a in acp_tuning(spec).get("review-args") or ()]
+        argv += [str(a) for a in spec.options.get("acp_args") or ()]
         if not argv:
             deliver.close()
             raise ConnectError("acp: the manifest gives no command for the ACP binding")

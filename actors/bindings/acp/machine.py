@@ -323,13 +323,21 @@ class AcpClient:
                 out.append(raw("model_not_applied", f"model {model!r} is not among the agent's "
                                                     f"model choices {offered}; it keeps its own"))
         mode = self.options.mode
-        if mode and self.modes is not None and mode != self.modes.current_mode_id:
-            if any(m.id == mode for m in self.modes.available_modes):
+        mode_option = next((c for c in self.updates.config_options if c.category == "mode"),
+                           None)
+        if not mode:
+            pass
+        elif mode_option is not None and mode in mode_option.values():
+            if mode_option.current_value != mode:  # configOptions win over modes (acp.md §2)
+                self._steps.append((f.SESSION_SET_CONFIG, f.SetConfigOptionParams(
+                    session_id=self.session_id or "", config_id=mode_option.id, value=mode)))
+        elif self.modes is not None and any(m.id == mode for m in self.modes.available_modes):
+            if mode != self.modes.current_mode_id:
                 self._mode_asked = mode
                 self._steps.append((f.SESSION_SET_MODE, f.SetModeParams(
                     session_id=self.session_id or "", mode_id=mode)))
-            else:
-                out.append(raw("mode_not_applied", f"mode {mode!r} is not offered"))
+        else:
+            out.append(raw("mode_not_applied", f"mode {mode!r} is not offered"))
         return out + self._next_step()
 
     def _next_step(self) -> list[Output]:

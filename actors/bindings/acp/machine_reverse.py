@@ -64,8 +64,12 @@ def permission_request(req_id: str, params: f.RequestPermissionParams,
     paths = [loc.path for loc in locations]
     if paths and not any(k in intent for k in ("path", "file_path", "filePath", "paths")):
         intent["paths"] = paths
-    if tool == "Bash" and "command" not in intent and isinstance(intent.get("cmd"), str | list):
-        intent["command"] = intent["cmd"]
+    if tool == "Bash":
+        if "command" not in intent and isinstance(intent.get("cmd"), str | list):
+            intent["command"] = intent["cmd"]
+        inner = shell_wrapped(intent.get("command"))
+        if inner is not None:
+            intent["command"] = inner
     meta: dict[str, Any] = {"acp": {
         "tool_call_id": call.tool_call_id, "kind": kind, "title": title,
         "options": [{"option_id": o.option_id, "kind": o.kind, "name": o.name}
@@ -75,6 +79,23 @@ def permission_request(req_id: str, params: f.RequestPermissionParams,
         meta[AGENT_RISK] = claimed  # passed through untouched; the session machine rates
     return PermissionRequest(req_id=req_id, tool=tool, intent=intent,
                              scope=SCOPE_OF_KIND.get(kind, "write"), meta=meta)
+
+
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
+
+
+def shell_wrapped(command: Any) -> str | None:
+    """``X`` of ``["/bin/bash", "-lc", X]``: the way codex runs every command.
+
+    The wrapper is how the agent runs any command line, so the effect to judge is
+    ``X``'s: the rater parses it with a real shell parser (the wrapper alone would
+    be an interpreter running inline code, rated high whatever ``X`` does).
+    """
+    if (isinstance(command, list) and len(command) == 3
+            and all(isinstance(c, str) for c in command)
+            and command[0].rsplit("/", 1)[-1] in _SHELLS and command[1] in ("-c", "-lc")):
+        return command[2]
+    return None
 
 
 def choose_option(options: tuple[f.PermissionOption, ...], decision: Decision) -> str | None:

@@ -99,7 +99,29 @@ def _acp_meta(update: f.ToolCall | f.ToolCallUpdate | f.ToolCallFields) -> dict[
             meta["terminals"] = terminals
     if update.raw_output is not UNSET:
         meta["raw_output"] = update.raw_output
+    if type(update) is f.ToolCallUpdate and update.raw_input not in (UNSET, None):
+        meta["raw_input"] = update.raw_input  # the input, when the start did not have it yet
     return meta
+
+
+def _output_text(raw_output: Any) -> str:
+    """A finished call's result text when its content list had none (``rawOutput``)."""
+    if isinstance(raw_output, str):
+        return raw_output
+    if isinstance(raw_output, list):
+        return "".join(str(item.get("text", "")) for item in raw_output
+                       if isinstance(item, dict) and item.get("type") == "text")
+    if isinstance(raw_output, dict):
+        for key in ("output", "formatted_output", "stdout", "content"):
+            if isinstance(raw_output.get(key), str):
+                return raw_output[key]
+    return ""
+
+
+def _as_update(call: f.ToolCall) -> f.ToolCallUpdate:
+    return f.ToolCallUpdate(tool_call_id=call.tool_call_id, title=call.title, kind=call.kind,
+                            status=call.status, content=call.content, locations=call.locations,
+                            raw_input=call.raw_input, raw_output=call.raw_output, meta=call.meta)
 
 
 class ToolCallState:
@@ -133,12 +155,16 @@ class UpdateMapper:
             content = update.content
             mid = update.message_id if isinstance(update.message_id, str) else message_id
             if type(content) is f.TextContent:
+                if not content.text:
+                    return []  # claude-code-acp opens every message with an empty chunk
                 event = TextChunk if kind is f.AgentMessageChunk else Thought
                 return [event(message_id=mid, text=content.text)]
             return [self._non_text(update)]
         if kind is f.ToolCallUpdate:
             return self._update(update)
         if kind is f.ToolCall:
+            if update.tool_call_id in self.calls:  # claude-code-acp announces a call twice
+                return self._update(_as_update(update))
             return self._start(update)
         if kind is f.Plan:
             return [Plan(entries=tuple(
@@ -221,6 +247,8 @@ class UpdateMapper:
         if update.status in _FINISHED and not state.ended:
             state.ended = True
             state.text = text
+            if not text:
+                text = _output_text(update.raw_output)
             out.append(ToolCallEnd(call_id=call_id, output=text,
                                    is_error=update.status == "failed", meta=meta))
             return out
