@@ -144,6 +144,32 @@ class _Pipe:
             await self.stream.aclose()
 
 
+async def read_into(pipe: _Pipe, inbox: trio.MemorySendChannel[tuple[str, Any]]) -> None:
+    """stdin's chunks into an agent shell's inbox as ``("data", bytes)``, then ``("eof",
+    None)`` once it ends or breaks (shared by the stream-json and ACP agent shells)."""
+    while True:
+        try:
+            data = await pipe.receive_some()
+        except (OSError, trio.ClosedResourceError, trio.BrokenResourceError):
+            data = b""
+        if not data:
+            await inbox.send(("eof", None))
+            return
+        await inbox.send(("data", data))
+
+
+async def end_on_signals(closing: str, note: Callable[[str], None],
+                         exit_with: Callable[[int], None], cancel: trio.CancelScope) -> None:
+    """SIGTERM / SIGHUP end an agent shell cleanly: a note, the shell's exit code
+    (143 for SIGTERM, 129 for SIGHUP, as a shell says), its nursery cancelled."""
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+        async for signum in signals:
+            note(f"{signal.Signals(signum).name}: {closing}")
+            exit_with(128 + signum)
+            cancel.cancel()
+            return
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -197,15 +223,7 @@ class AgentShell:
 
     # ---- stdin and the timer -------------------------------------------------------------
     async def _read_stdin(self, pipe: _Pipe) -> None:
-        while True:
-            try:
-                data = await pipe.receive_some()
-            except (OSError, trio.ClosedResourceError, trio.BrokenResourceError):
-                data = b""
-            if not data:
-                await self._inbox_send.send(("eof", None))
-                return
-            await self._inbox_send.send(("data", data))
+        await read_into(pipe, self._inbox_send)
 
     async def _tick(self, seconds: float) -> None:
         while True:
@@ -213,12 +231,10 @@ class AgentShell:
             await self._inbox_send.send(("tick", trio.current_time()))
 
     async def _signals(self, cancel: trio.CancelScope) -> None:
-        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
-            async for signum in signals:  # 143 for SIGTERM, 129 for SIGHUP, as a shell says
-                self._note(f"{signal.Signals(signum).name}: closing the log")
-                self._exit = 128 + signum
-                cancel.cancel()
-                return
+        await end_on_signals("closing the log", self._note, self._set_exit, cancel)
+
+    def _set_exit(self, code: int) -> None:
+        self._exit = code
 
     # ---- effects ------------------------------------------------------------------------
     async def _apply(self, effects: list[Effect]) -> None:
