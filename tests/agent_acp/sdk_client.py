@@ -27,6 +27,8 @@ from acp.schema import (
     ClientCapabilities,
     CreateTerminalResponse,
     DeniedOutcome,
+    ElicitationCapabilities,
+    ElicitationFormCapabilities,
     FileSystemCapabilities,
     ReadTextFileResponse,
     RequestPermissionResponse,
@@ -76,11 +78,13 @@ class RecordingClient:
     """The client side: records updates and reverse calls, answers them for real."""
 
     def __init__(self, root: Path, *, fs: bool = False, terminal: bool = False,
-                 answer: Answer = allow) -> None:
+                 answer: Answer = allow, elicit: Any = None) -> None:
         self.root = root.resolve()
         self.fs = fs
         self.terminal = terminal
         self.answer = answer
+        self.elicit = elicit  # the form answer, when the client advertises form elicitation
+        self.elicitations: list[tuple[str, Any]] = []
         self.wire: list[tuple[str, dict[str, Any]]] = []
         self.updates: list[tuple[str, Any]] = []
         self.permissions: list[Any] = []
@@ -94,7 +98,9 @@ class RecordingClient:
     def capabilities(self) -> ClientCapabilities:
         return ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=self.fs, write_text_file=self.fs),
-            terminal=self.terminal)
+            terminal=self.terminal,
+            elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities())
+            if self.elicit is not None else None)
 
     def observe(self, event: StreamEvent) -> None:
         way = "in" if event.direction == StreamDirection.INCOMING else "out"
@@ -104,6 +110,10 @@ class RecordingClient:
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
         self.updates.append((session_id, update))
         self.updated.set()
+
+    async def create_elicitation(self, message: str, mode: Any, **_: Any) -> dict[str, Any]:
+        self.elicitations.append((message, mode))
+        return {"action": "accept", "content": {"answer": self.elicit}}
 
     async def request_permission(self, session_id: str, tool_call: Any, options: list[Any],
                                  **_: Any) -> RequestPermissionResponse:
@@ -200,6 +210,7 @@ async def open_agent(client: RecordingClient, *args: str,
     async with spawn_agent_process(
         client, CAP, "agent", "--cap-speak", "acp", *args, env=env, cwd=str(client.root),
         transport_kwargs={"stderr": None}, observers=[client.observe],
+        use_unstable_protocol=client.elicit is not None,  # 0.12.1 calls elicitation unstable
     ) as (conn, _proc):
         client.conn = conn
         await conn.initialize(protocol_version=1, client_capabilities=client.capabilities())

@@ -247,3 +247,21 @@ def test_a_plain_command_line_reaches_the_clients_terminal_as_its_own_argv(
     # no shell in between: a client that vets commands sees the program itself
     assert client.commands == [("echo", ["plain", "words"])]
     assert "plain words" in client.reply_text()
+
+
+def test_an_ask_becomes_a_form_elicitation_and_its_answer_reaches_the_brain(
+        tmp_path: Path) -> None:
+    client = RecordingClient(tmp_path, elicit="blue")
+
+    async def main() -> Any:
+        async with open_agent(client) as conn:
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            return await conn.prompt(session_id=session.session_id,
+                                     prompt=[text_block("ask: which colour? [red|blue]")])
+
+    assert run(main()).stop_reason == "end_turn"
+    ((message, mode),) = client.elicitations
+    assert message == "which colour?"
+    options = mode.requested_schema.properties["answer"]
+    assert [o.const for o in options.one_of] == ["red", "blue"]
+    assert "You answered blue." in client.reply_text()
