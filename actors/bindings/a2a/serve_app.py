@@ -197,9 +197,9 @@ class A2aApp:
         if isinstance(incoming, jsonrpc.Notification):
             await _respond(send, 204, _JSON, b"")  # JSON-RPC: a notification gets no answer
             return
-        if not isinstance(incoming, jsonrpc.Request):
+        if not isinstance(incoming, jsonrpc.Request):  # a response: nothing of ours is pending
             await _respond(send, 200, _JSON, jsonrpc.invalid_request_reply(
-                None, "a server takes requests, not responses"))
+                getattr(incoming, "id", None), "a server takes requests, not responses"))
             return
         request = incoming
         found = wire.classify(request.method, version, self.spellings)
