@@ -37,7 +37,7 @@ def _stream_json(data: bytes) -> Callable[[], object]:
 ROWS: list[MachineRow] = [
     MachineRow("stream-json driver", "Claude Code stdout, partial messages (shared corpus)",
                lambda n: stream_json(n, seed=20261202), _stream_json),
-    # ACP (agent-client-protocol) and A2A rows go here when their machines exist.
+    # ACP (agent-client-protocol) rows go here; A2A's are bench/a2a_frames_bench.py.
 ]
 
 
@@ -53,6 +53,9 @@ def run(quick: bool = False) -> None:
         rates = _measure(machine, data)
         row(f"{machine.binding}: {machine.traffic}", rates["machine"], rates["json_loads"],
             "vs json.loads")
+    from bench import a2a_frames_bench  # its own rows: it also measures a2a-sdk's parse
+
+    a2a_frames_bench.run(quick=quick)
 
 
 def _measure(machine: MachineRow, data: bytes) -> dict[str, float]:

@@ -3,8 +3,11 @@
 Everything protocol-shaped is :class:`~.machine.A2aDriver`'s and
 :func:`~.machine_card.choose`'s; this module fetches the card, carries out the
 machine's :class:`~.machine.Post` / :class:`~.machine.CloseExchange` outputs
-as HTTP exchanges (one task each, in the connection's task group), parses SSE
-with ``httpx-sse``'s parser, and feeds what came of each exchange back in.
+as HTTP exchanges (one task each, in the connection's task group), splits SSE
+with the sans-io :class:`~.machine_sse.SseReader` (every event of one read is
+one machine step and one delivered batch, DESIGN §3.6; ``httpx-sse`` hands
+events over one at a time and is the reader's test oracle instead), and feeds
+what came of each exchange back in.
 Machine calls and their delivery run under one lock, so the log sees events
 in the order the machine made them whatever the interleaving of exchanges.
 
@@ -46,7 +49,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import trio
-from httpx_sse import EventSource, SSEError
 
 from trio_cap.actors.bindings.a2a import frames as f
 from trio_cap.actors.bindings.a2a.machine import (
@@ -57,10 +59,11 @@ from trio_cap.actors.bindings.a2a.machine import (
     Ended,
     HttpStatus,
     Post,
-    SseData,
+    SseBatch,
 )
 from trio_cap.actors.bindings.a2a.machine_card import EXTENSION_MODES, CardRefused, choose
 from trio_cap.actors.bindings.a2a.machine_parts import BINDING
+from trio_cap.actors.bindings.a2a.machine_sse import SseReader
 from trio_cap.actors.bindings.deliver import Deliverer
 from trio_cap.actors.bindings.process import open_task_group
 from trio_cap.actors.connection import AgentSpec, ConnectError
@@ -146,9 +149,11 @@ class A2aConnection:
                         await self._feed(HttpStatus(rid, resp.status_code,
                                                     await _read(resp, 4096, cut=True)))
                     elif "text/event-stream" in resp.headers.get("content-type", ""):
-                        async for sse in EventSource(resp).aiter_sse():
-                            if sse.data:
-                                await self._feed(SseData(rid, sse.data.encode()))
+                        reader = SseReader()
+                        async for chunk in resp.aiter_bytes():
+                            datas = reader.feed(chunk)
+                            if datas:  # every event of one read: one machine step, one batch
+                                await self._feed(SseBatch(rid, datas))
                         await self._feed(Ended(rid))
                     else:
                         await self._feed(Body(rid, await _read(resp, MAX_BODY)))
@@ -156,7 +161,7 @@ class A2aConnection:
             except httpx.TimeoutException as exc:
                 await self._feed(Dropped(rid, _describe(exc), timeout=True,
                                          responded=responded))
-            except (httpx.TransportError, httpx.StreamError, SSEError, _TooLarge) as exc:
+            except (httpx.TransportError, httpx.StreamError, _TooLarge) as exc:
                 await self._feed(Dropped(rid, _describe(exc), responded=responded))
         self.scopes.pop(rid, None)
 

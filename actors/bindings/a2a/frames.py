@@ -32,6 +32,7 @@ beside the part).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import msgspec
@@ -78,6 +79,7 @@ __all__ = [
     "decode_card",
     "decode_reply",
     "decode_stream",
+    "decode_stream_batch",
     "draft_state",
     "extension",
     "interfaces",
@@ -212,6 +214,31 @@ def decode_card(data: bytes | str) -> AgentCard:
 
 def decode_stream(spelling: Spelling, data: bytes | str) -> StreamV1 | StreamV03:
     return _decode(_stream[spelling], data, f"A2A {spelling} stream event")
+
+
+_batch = {CURRENT: msgspec.json.Decoder(list[StreamV1]),
+          DRAFT: msgspec.json.Decoder(list[StreamV03])}
+
+
+def decode_stream_batch(spelling: Spelling,
+                        datas: Sequence[bytes]) -> list[StreamV1 | StreamV03 | FrameError]:
+    """Several SSE payloads in one decoder call; a payload that does not decode is its own
+    :class:`FrameError` in its place, and the others are decoded all the same."""
+    if len(datas) > 1:
+        try:
+            envs = _batch[spelling].decode(b"[" + b",".join(datas) + b"]")
+        except (msgspec.DecodeError, RecursionError):
+            envs = None
+        if envs is not None and len(envs) == len(datas):
+            return envs
+    # One is broken, or one holds two values glued by a comma: say which, one by one.
+    out: list[StreamV1 | StreamV03 | FrameError] = []
+    for data in datas:
+        try:
+            out.append(decode_stream(spelling, data))
+        except FrameError as exc:
+            out.append(exc)
+    return out
 
 
 def decode_reply(spelling: Spelling, data: bytes | str) -> ReplyV1 | ReplyV03:

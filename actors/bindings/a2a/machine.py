@@ -157,6 +157,14 @@ class SseData:
 
 
 @dataclass(frozen=True, slots=True)
+class SseBatch:
+    """The data of every SSE event completed by one read (``machine_sse.SseReader.feed``)."""
+
+    request_id: int
+    datas: Sequence[bytes]
+
+
+@dataclass(frozen=True, slots=True)
 class Body:
     """A whole 2xx ``application/json`` answer (a streaming call may answer so, e.g. errors)."""
 
@@ -190,7 +198,7 @@ class Dropped:
     responded: bool = False
 
 
-Incoming = SseData | Body | HttpStatus | Ended | Dropped
+Incoming = SseBatch | SseData | Body | HttpStatus | Ended | Dropped
 
 # ---- what the shell carries out -------------------------------------------------------------
 
@@ -412,6 +420,8 @@ class A2aDriver:
 
     def receive_frame(self, frame: object) -> list[Output]:
         kind = type(frame)
+        if kind is SseBatch:
+            return self._events(frame.request_id, frame.datas)  # type: ignore[attr-defined]
         if kind is SseData:
             return self._data(frame)  # type: ignore[arg-type]
         if kind is Ended:
@@ -431,62 +441,141 @@ class A2aDriver:
         return [raw("a2a_unknown_input", repr(frame))]
 
     def _data(self, frame: SseData) -> list[Output]:
-        ex = self.live.get(frame.request_id)
+        return self._events(frame.request_id, [frame.data])
+
+    def _events(self, rid: int, datas: Sequence[bytes]) -> list[Output]:
+        """Every SSE event of one read: decoded in one call, the common ones on a fast path.
+
+        The fast path (v1 artifact text appended to a known artifact) gives exactly
+        what the general rules give, except that consecutive chunks of one artifact in
+        one read become one ``cap.text_chunk`` (text boundaries carry no meaning, as
+        stream-json's R2); anything else goes through :meth:`_one`.
+        """
+        ex = self.live.get(rid)
         if ex is None:
             return []
-        try:
-            env = f.decode_stream(ex.spelling, frame.data)
-        except f.FrameError as exc:
-            text = frame.data.decode("utf-8", "replace")
-            kept, _ = capped(text)
-            return [CapError(code="parse_failed", message=str(exc), details={"data": kept}),
-                    raw("a2a_malformed_sse_data", text)]
-        if env.error is not None:
-            return self._rpc_error(frame.request_id, ex, env.error)
-        if env.id != frame.request_id:
-            return [raw("a2a_stray_response", frame.data.decode("utf-8", "replace"))]
-        result = env.result
-        if result is None:
-            return [raw("a2a_empty_result", frame.data.decode("utf-8", "replace"))]
-        ex.got_event = True
+        envs = f.decode_stream_batch(ex.spelling, datas)
         out: list[Output] = []
-        self._read(result, ex, frame, out)
+        live = self.live
+        arts = self.artifacts
+        fast = ex.spelling == f.CURRENT
+        seen = self.seen
+        task = self.task_id
+        stream_v1 = f.StreamV1
+        run_id: str | None = None  # the text run being gathered: its CAP message id,
+        run: list[str] = []  # its pieces,
+        run_art: _Art | None = None  # and its artifact (None: agent status messages)
+        for data, env in zip(datas, envs, strict=True):
+            if rid not in live:
+                break  # the turn ended (or the exchange was closed) earlier in this read
+            if fast and type(env) is stream_v1 and env.id == rid and env.result is not None:
+                result = env.result
+                au = result.artifact_update
+                if au is not None:
+                    art = au.artifact
+                    parts = art.parts
+                    if au.append and not au.last_chunk and au.task_id == task \
+                            and len(parts) == 1 and parts[0].text \
+                            and (st := arts.get(art.artifact_id)) is not None \
+                            and st.call_id is None:
+                        st.count += 1
+                        st.closed = False
+                        if st is not run_art:
+                            if run:
+                                self._flush(run_id, run, run_art, out)  # type: ignore[arg-type]
+                            run_id, run, run_art = art.artifact_id, [], st
+                        run.append(parts[0].text)  # type: ignore[arg-type]
+                        ex.got_event = True
+                        continue
+                elif (u := result.status_update) is not None and u.task_id == task:
+                    status = u.status
+                    msg = status.message
+                    if status.state == "TASK_STATE_WORKING" and msg is not None \
+                            and msg.role == "ROLE_AGENT" and len(msg.parts) == 1 \
+                            and msg.parts[0].text and msg.message_id not in seen:
+                        seen.add(msg.message_id)
+                        self.state = "working"
+                        if run_art is not None or not run:
+                            if run:
+                                self._flush(run_id, run, run_art, out)  # type: ignore[arg-type]
+                            run_id, run, run_art = msg.message_id, [], None
+                        run.append(msg.parts[0].text)  # type: ignore[arg-type]
+                        ex.got_event = True
+                        continue
+            if run:
+                self._flush(run_id, run, run_art, out)  # type: ignore[arg-type]
+                run_id, run, run_art = None, [], None
+            self._one(rid, ex, data, env, out)
+            task = self.task_id
+        if run:
+            self._flush(run_id, run, run_art, out)  # type: ignore[arg-type]
         if self.cancel_wanted and self.task_id is not None and self.turn_open:
             self.cancel_wanted = False  # H4: the cancel held until the task id was known
             if _active(self.state):
                 out.append(self._task_request(CANCEL))
         return out
 
-    def _read(self, result: Any, ex: _Exchange, frame: SseData, out: list[Output]) -> None:
+    @staticmethod
+    def _flush(mid: str, run: list[str], st: _Art | None, out: list[Output]) -> None:
+        text = run[0] if len(run) == 1 else "".join(run)
+        if st is not None:
+            st.text_bytes += len(text.encode())
+        out.append(TextChunk(message_id=mid, text=text))
+
+    def _one(self, rid: int, ex: _Exchange, data: bytes, env: Any, out: list[Output]) -> None:
+        if type(env) is f.FrameError:
+            text = data.decode("utf-8", "replace")
+            kept, _ = capped(text)
+            out += [CapError(code="parse_failed", message=str(env), details={"data": kept}),
+                    raw("a2a_malformed_sse_data", text)]
+            return
+        if env.error is not None:
+            out += self._rpc_error(rid, ex, env.error)
+            return
+        if env.id != rid:
+            out.append(raw("a2a_stray_response", data.decode("utf-8", "replace")))
+            return
+        result = env.result
+        if result is None:
+            out.append(raw("a2a_empty_result", data.decode("utf-8", "replace")))
+            return
+        ex.got_event = True
+        self._read(result, ex, data, out, rid)
+
+    def _read(self, result: Any, ex: _Exchange, data: bytes, out: list[Output],
+              rid: int) -> None:
         if ex.spelling == f.CURRENT:
             if result.artifact_update is not None:  # type: ignore[union-attr]
                 self._artifact_update(result.artifact_update, out)  # type: ignore[union-attr]
             elif result.status_update is not None:  # type: ignore[union-attr]
                 u = result.status_update  # type: ignore[union-attr]
                 self._learn(u.task_id, u.context_id)
-                self._status(u.status, frame.request_id, out)
+                self._status(u.status, rid, out)
             elif result.task is not None:  # type: ignore[union-attr]
-                self._snapshot(result.task, frame.request_id, out)  # type: ignore[union-attr]
+                self._snapshot(result.task, rid, out)  # type: ignore[union-attr]
             elif result.message is not None:  # type: ignore[union-attr]
-                self._direct(result.message, frame.request_id, out)  # type: ignore[union-attr]
+                self._direct(result.message, rid, out)  # type: ignore[union-attr]
             else:
-                out.append(raw("a2a_empty_result", frame.data.decode("utf-8", "replace")))
+                out.append(raw("a2a_empty_result", data.decode("utf-8", "replace")))
             return
         rtype = type(result)
         if rtype is f.v03.TaskArtifactUpdateEvent:
             self._artifact_update(result, out)
         elif rtype is f.v03.TaskStatusUpdateEvent:
             self._learn(result.task_id, result.context_id)  # type: ignore[union-attr]
-            self._status(result.status, frame.request_id, out)  # type: ignore[union-attr]
+            self._status(result.status, rid, out)  # type: ignore[union-attr]
         elif rtype is f.v03.Task:
-            self._snapshot(result, frame.request_id, out)
+            self._snapshot(result, rid, out)
         else:
-            self._direct(result, frame.request_id, out)
+            self._direct(result, rid, out)
 
     def _learn(self, task_id: str, context_id: str | None) -> None:
         if context_id:
             self.context_id = context_id
         if task_id and task_id != self.task_id:
+            if self.task_id is not None:  # a new task: the last one's ids cannot come back
+                self.seen.clear()
+                self.artifacts = {k: v for k, v in self.artifacts.items() if not v.closed}
             self.task_id = task_id
             self.state = None
 

@@ -1,0 +1,117 @@
+"""Sans-io SSE: ``text/event-stream`` bytes in, each event's ``data`` out (WHATWG §9.2.6).
+
+The shell reads streams with ``httpx-sse`` (a maintained parser); this is the
+same interpretation as bytes in / payloads out with no I/O, for the places
+that have bytes and no HTTP response: the frames bench, recorded traffic,
+replay.  A2A only needs ``data``: every event is one JSON-RPC response on one
+``data:`` line (a2a-sdk), so the common case — an event that is exactly one
+``data: …`` line — is split out with bytes operations; anything else (several
+data lines, ``event:`` / ``id:`` fields, comments such as a2a-sdk's
+``: ping``) goes through the general line rules:
+
+* lines end in CRLF, LF or CR (a CR at the end of a read waits for the next
+  read, which may start with its LF);
+* a blank line dispatches the event: its data lines joined with LF; an event
+  with no data line is not dispatched;
+* ``data:`` loses one leading space; a line starting with ``:`` is a comment;
+  other fields are ignored; a field line with no colon is a field name with
+  an empty value;
+* at the end of the stream an event not closed by a blank line is dropped
+  (the spec's rule: it may be incomplete).
+
+``max_event`` bounds what one event may hold before its blank line; past it the
+event is dropped and counted in :attr:`SseReader.oversized`, so a peer that
+never sends a blank line cannot grow memory without bound.
+"""
+
+from __future__ import annotations
+
+
+class SseReader:
+    def __init__(self, *, max_event: int = 16 << 20) -> None:
+        self._buf = b""
+        self._max = max_event
+        self.oversized = 0
+        self._skipping = False
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """The data of every event completed by this chunk, in order."""
+        buf = self._buf + chunk if self._buf else chunk
+        self._buf = b""
+        out: list[bytes] = []
+        if b"\r\n\r\n" in buf:  # CRLF, as a2a-sdk writes: split without normalising
+            blocks = buf.split(b"\r\n\r\n")
+            rest = blocks.pop()
+            if self._skipping:
+                blocks[0] = b""  # the tail of an event already dropped as oversized
+                self._skipping = False
+            for block in blocks:
+                if block[:6] == b"data: " and b"\n" not in block and b"\r" not in block:
+                    out.append(block[6:])  # a2a-sdk's one line per event
+                elif block:
+                    out += _complete(block)
+        else:
+            rest = buf
+        if b"\n" in rest or b"\r" in rest:
+            out += self._mixed(rest)
+        else:
+            self._keep(rest)
+        return out
+
+    def _mixed(self, buf: bytes) -> list[bytes]:
+        """Any line endings: normalise, dispatch what a blank line closed, keep the rest."""
+        hold = buf.endswith(b"\r")
+        if hold:
+            buf = buf[:-1]
+        buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if hold:
+            buf += b"\r"  # its LF may be the next read's first byte
+        end = buf.rfind(b"\n\n")
+        if end < 0:
+            self._keep(buf)
+            return []
+        head, rest = buf[:end], buf[end + 2:]
+        if self._skipping:
+            head = head.partition(b"\n\n")[2]
+            self._skipping = False
+        self._keep(rest)
+        return _complete(head)
+
+    def _keep(self, rest: bytes) -> None:
+        if len(rest) > self._max:
+            self.oversized += 1
+            self._skipping = True
+            rest = b""
+        self._buf = rest
+
+    def feed_eof(self) -> list[bytes]:
+        """The stream ended: an unterminated event is dropped, as the spec says."""
+        self._buf = b""
+        self._skipping = False
+        return []
+
+
+def _complete(block: bytes) -> list[bytes]:
+    """Events closed by blank lines (the last one by the caller's): each event's data."""
+    if b"\r" in block:
+        block = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    out = []
+    for piece in block.split(b"\n\n"):
+        data = _general(piece)
+        if data is not None:
+            out.append(data)
+    return out
+
+
+def _general(block: bytes) -> bytes | None:
+    data: list[bytes] = []
+    for line in block.lstrip(b"\n").split(b"\n"):
+        if not line or line[:1] == b":":
+            continue
+        name, colon, value = line.partition(b":")
+        if name != b"data":
+            continue
+        if colon and value[:1] == b" ":
+            value = value[1:]
+        data.append(value)
+    return b"\n".join(data) if data else None
