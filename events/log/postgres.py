@@ -227,22 +227,30 @@ class PostgresEventLog(EventLog):
         """Extend the visible prefix with whatever of ``envs`` is new (any order, repeats ok)."""
         nxt = self._visible_seq + 1
         ahead = self._ahead
-        for env in envs:
-            if env.seq >= nxt:
-                ahead[env.seq] = env
-        run: list[Envelope] = []
-        while nxt in ahead:
-            run.append(ahead.pop(nxt))
-            nxt += 1
-        if not run:
-            return
+        if not ahead and envs and envs[0].seq == nxt and envs[-1].seq == nxt + len(envs) - 1:
+            run = envs  # the common case: this process's own append, next in line
+            nxt += len(envs)
+        else:
+            for env in envs:
+                if env.seq >= nxt:
+                    ahead[env.seq] = env
+            run = []
+            while nxt in ahead:
+                run.append(ahead.pop(nxt))
+                nxt += 1
+            if not run:
+                return
         index = self._stream_seqs
-        for env in run:
-            seqs = index.get(env.stream)
-            if seqs is None:
-                index[env.stream] = [env.seq]
-            else:
-                seqs.append(env.seq)
+        stream = run[0].stream
+        if run[-1].stream == stream and all(env.stream == stream for env in run):
+            index.setdefault(stream, []).extend(range(run[0].seq, nxt))  # one batch, one stream
+        else:
+            for env in run:
+                seqs = index.get(env.stream)
+                if seqs is None:
+                    index[env.stream] = [env.seq]
+                else:
+                    seqs.append(env.seq)
         self._recent.extend(run)
         if len(self._recent) > 2 * _RECENT_KEEP:
             drop = len(self._recent) - _RECENT_KEEP
