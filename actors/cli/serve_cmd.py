@@ -131,7 +131,7 @@ def read_tokens(path: str) -> dict[str, str]:
 
 
 def serve_a2a(args: argparse.Namespace) -> int:
-    from trio_cap.actors.bindings.a2a.serve_server import ListenError, is_loopback
+    from trio_cap.actors.bindings.a2a.serve_server import ListenError, bind, is_loopback
     from trio_cap.actors.cli.run_cmd import _resolve, open_log
     from trio_cap.actors.ids import run_id
     from trio_cap.actors.model_server.server import parse_listen
@@ -156,16 +156,17 @@ def serve_a2a(args: argparse.Namespace) -> int:
         raise UsageError(f"--cwd {cwd}: not a directory")
     script = brain_script(args.script)
     agent = trio.run(_resolve, args.agent, args.binding)
+    try:
+        bound = bind(host, port)  # before the log exists: a refusal leaves nothing behind
+    except ListenError as exc:
+        raise UsageError(str(exc)) from None
     log_path = args.log or os.path.join(".cap", "runs", f"{run_id()}.caplog")
     log = open_log(log_path, args.fsync)
     print(f"cap serve a2a: logging to {log_path}", file=sys.stderr, flush=True)
-    try:
-        return trio.run(_serve, args, agent, log, host, port, tokens, cwd, script)
-    except ListenError as exc:
-        raise UsageError(str(exc)) from None
+    return trio.run(_serve, args, agent, log, bound, tokens, cwd, script)
 
 
-async def _serve(args: argparse.Namespace, agent, log, host: str, port: int,
+async def _serve(args: argparse.Namespace, agent, log, bound,
                  tokens: dict[str, str] | None, cwd: str, script) -> int:
     from trio_cap.actors.bindings.a2a.frames import CURRENT, DRAFT
     from trio_cap.actors.bindings.a2a.serve_server import open_a2a_server
@@ -183,7 +184,7 @@ async def _serve(args: argparse.Namespace, agent, log, host: str, port: int,
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with log, open_orchestrator(log) as orch:
             orch.default_timeouts = Timeouts(idle=DEFAULT_IDLE_TIMEOUT)
-            async with open_a2a_server(orch, agent, host=host, port=port, tokens=tokens,
+            async with open_a2a_server(orch, agent, bound=bound, tokens=tokens,
                                        options=options, spellings=spellings,
                                        public_url=args.public_url,
                                        max_body=args.max_request_bytes) as server:

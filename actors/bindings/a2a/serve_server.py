@@ -17,7 +17,7 @@ from functools import partial
 
 import attrs
 import trio
-from hypercorn.config import Config
+from hypercorn.config import Config, Sockets
 from hypercorn.trio.run import worker_serve
 from hypercorn.utils import wrap_app
 
@@ -34,7 +34,7 @@ from trio_cap.actors.manifest import Resolved
 from trio_cap.actors.model_server.server import ListenError, bind_sockets
 from trio_cap.actors.orchestrator import Orchestrator
 
-__all__ = ["A2aServer", "ListenError", "is_loopback", "open_a2a_server"]
+__all__ = ["A2aServer", "Bound", "ListenError", "bind", "is_loopback", "open_a2a_server"]
 
 
 def is_loopback(host: str) -> bool:
@@ -75,16 +75,32 @@ def _hypercorn_config(host: str, port: int) -> Config:
     return config
 
 
+@attrs.frozen
+class Bound:
+    """A listening socket and hypercorn's config for it, made before anything else exists."""
+
+    host: str
+    config: Config
+    sockets: Sockets
+
+
+def bind(host: str, port: int) -> Bound:
+    """Listen on ``host:port`` now; ListenError (one line) when that cannot be done."""
+    config = _hypercorn_config(host, port)
+    return Bound(host, config, bind_sockets(config, host, port))
+
+
 @asynccontextmanager
 async def open_a2a_server(
     orch: Orchestrator, agent: Resolved, *, host: str = "127.0.0.1", port: int = 0,
     tokens: Mapping[str, str] | None = None, options: SessionOptions | None = None,
     spellings: tuple[Spelling, ...] = (CURRENT, DRAFT), public_url: str | None = None,
-    max_body: int = MAX_BODY_BYTES, ping: float = PING_SECONDS,
+    max_body: int = MAX_BODY_BYTES, ping: float = PING_SECONDS, bound: Bound | None = None,
 ) -> AsyncIterator[A2aServer]:
-    """Serve ``agent`` (each A2A context a session of ``orch``); raises ListenError at start."""
-    config = _hypercorn_config(host, port)
-    sockets = bind_sockets(config, host, port)
+    """Serve ``agent`` (each A2A context a session of ``orch``) on ``bound`` (else
+    ``host:port``, raising ListenError at start)."""
+    bound = bound or bind(host, port)
+    host, config, sockets = bound.host, bound.config, bound.sockets
     options = options or SessionOptions()
     async with trio.open_nursery() as server, trio.open_nursery() as pumps:
         publisher = Publisher(orch, agent, options, pumps)
