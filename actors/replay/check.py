@@ -177,8 +177,6 @@ class SessionReplay:
             permission_mode=policy.permission_mode)  # type: ignore[arg-type]
         self.machine = machine_factory(self.created, self.config, policy,
                                        queued_input=self.created.queued_input)
-        self.resolved = {e.event.req_id: e.event for e in recorded  # type: ignore[attr-defined]
-                         if type(e.event) is PermissionPathsResolved}
         name = next((e.event.binding for e in recorded  # type: ignore[attr-defined]
                      if type(e.event) is SessionStarting), None) or self.created.binding
         self.recorded_frames = recorded_frames = any(
@@ -238,9 +236,14 @@ class SessionReplay:
     def _absorb(self, events: Sequence[Event]) -> None:
         """One AgentBatch: admitted and given its recorded path facts, as the actor does."""
         out: list[Event] = []
+        rec = self.rec
         for ev in self.machine.admit(events):
-            if type(ev) is PermissionRequest and ev.req_id in self.resolved:  # type: ignore[attr-defined]
-                out.append(self.resolved[ev.req_id])  # type: ignore[attr-defined]
+            if type(ev) is PermissionRequest:
+                # the fact the actor looked up sits just before its request in the log
+                at = self.pos + len(self.pending) + len(out)
+                fact = rec[at].event if at < len(rec) else None
+                if type(fact) is PermissionPathsResolved and fact.req_id == ev.req_id:  # type: ignore[attr-defined]
+                    out.append(fact)
             out.append(ev)
         self.pending.extend(out)
 
