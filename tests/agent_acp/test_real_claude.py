@@ -4,8 +4,9 @@
 The pinned Claude Code (``cap peers install claude-code``) runs against the
 scripted model server in an isolated environment; the bridge drives it over
 stream-json and speaks ACP for it, so Claude's own permission prompt reaches
-the SDK client as ``session/request_permission`` and Claude writes the file
-with its own tool.  A missing peer fails.  The model server lives in this
+the SDK client as ``session/request_permission``: allowed, Claude writes the
+file with its own tool; rejected, it does not, and its model is told why.  A
+missing peer fails.  The model server lives in this
 test's Trio loop, so the asyncio SDK runs in a thread.
 """
 
@@ -31,17 +32,19 @@ async def test_an_acp_client_drives_real_claude_code_through_the_bridge(
         peer: PeerFactory, model_server: ModelServer) -> None:
     penv, workdir = peer("claude-code")
     target = workdir / "yes.txt"
+    refused = workdir / "no.txt"
     model_server.set_script(script_from_obj({
         "default": {"text": "Hello from the bridged model."},
-        "rules": [{"match": "create yes", "text": "On it.",
+        "rules": [{"match": f"create {word}", "text": "On it.",
                    "tool_calls": [{"name": "Write", "arguments": {
-                       "file_path": str(target), "content": "yes from claude\n"}}],
-                   "then": {"text": "Finished yes."}}]}))
+                       "file_path": str(workdir / f"{word}.txt"),
+                       "content": f"{word} from claude\n"}}],
+                   "then": {"text": f"Finished {word}."}} for word in ("yes", "no")]}))
     before: list[bool] = []
 
-    def answer(_call: Any, _options: list[Any]) -> str:
+    def answer(call: Any, _options: list[Any]) -> str:
         before.append(target.exists())
-        return "allow_once"
+        return "allow_once" if call.title.endswith("yes.txt") else "reject_once"
 
     client = RecordingClient(workdir, answer=answer)
 
@@ -49,20 +52,31 @@ async def test_an_acp_client_drives_real_claude_code_through_the_bridge(
         async with open_agent(client, "--bridge", "claude-code", "--binding", "stream-json",
                               env=dict(penv.env)) as conn:
             session = await conn.new_session(cwd=str(workdir), mcp_servers=[])
-            return await conn.prompt(session_id=session.session_id,
-                                     prompt=[text_block("please create yes.txt")])
+            first = await conn.prompt(session_id=session.session_id,
+                                      prompt=[text_block("please create yes.txt")])
+            text = client.reply_text()
+            second = await conn.prompt(session_id=session.session_id,
+                                       prompt=[text_block("please create no.txt")])
+            return first, text, second
 
-    response = await trio.to_thread.run_sync(
+    response, text, rejected = await trio.to_thread.run_sync(
         lambda: asyncio.run(asyncio.wait_for(conversation(), LIMIT)))
-    assert response.stop_reason == "end_turn"
+    assert response.stop_reason == "end_turn" and rejected.stop_reason == "end_turn"
+    # a rejected Write: Claude did not write, and its model was told why
+    assert not refused.exists()
+    follow_up = model_server.records[-1]["body"]["messages"][-1]["content"]
+    errors = [b for b in follow_up if b.get("type") == "tool_result" and b.get("is_error")]
+    assert errors and "rejected" in str(errors[0]["content"])
     # Claude's own Write came to the ACP client before it ran, then Claude wrote the file
-    (perm,) = client.permissions
+    perm = client.permissions[0]
     assert perm.title == f"Write {target}" and perm.kind == "edit"
-    assert before == [False]
     assert target.read_text() == "yes from claude\n"
-    (call,) = client.of_kind("tool_call")
+    call = client.of_kind("tool_call")[0]
+    assert perm.tool_call_id == call.tool_call_id  # the request names the call shown
     assert call.kind == "edit" and [loc.path for loc in call.locations] == [str(target)]
-    statuses = [u.status for u in client.of_kind("tool_call_update")]
-    assert statuses[-1] == "completed"
-    assert client.reply_text().replace("\n", "") == "On it.Finished yes."
-    assert nothing_after_response(client.wire, 2)  # initialize 0, session/new 1, prompt 2
+    statuses = [u.status for u in client.of_kind("tool_call_update") if u.status]
+    assert statuses[0] == "completed" and statuses[-1] == "failed"
+    assert text.replace("\n", "") == "On it.Finished yes."
+    assert before == [False, True]
+    # initialize 0, session/new 1, the prompts 2 and 3
+    assert nothing_after_response(client.wire, 2) and nothing_after_response(client.wire, 3)
