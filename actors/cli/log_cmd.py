@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import msgspec
 
-from trio_cap.actors.cli import log_pg_cmd
+from trio_cap.actors.cli import export_cmd, log_pg_cmd
 from trio_cap.actors.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from trio_cap.actors.cli.render import line
 from trio_cap.events.envelope import Envelope, to_json_obj
@@ -96,6 +96,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                      "stdin/stdout)")
     rep.set_defaults(func=replay_log)
     log_pg_cmd.register(log_sub)
+    export_cmd.register(log_sub)
 
 
 # ---- opening and reporting ----------------------------------------------------
