@@ -81,6 +81,7 @@ from typing import Any
 from trio_cap.actors.bindings.base import KillAgent, Output, ToAgent, TurnEnded
 from trio_cap.actors.bindings.pty.machine_input import encode_prompt
 from trio_cap.actors.bindings.pty.machine_rules import (
+    CANCEL_GAP,
     PtySettings,
     group,
     matches,
@@ -142,7 +143,12 @@ class _Turn:
     gen: int = 0
     start_row: int = 0
     emitted: int = 0
-    echo: str = ""
+    echo: deque[str] = field(default_factory=deque)
+    """The prompt's lines (whitespace removed) not yet seen echoed back."""
+    echo_checked: bool = False
+    prompts: set[str] = field(default_factory=set)
+    """What stood before the echoed input on its rows (``>>>``, ``...``): a row showing only
+    one of them before any output is the REPL's continuation of the same input."""
     seen: set[str] = field(default_factory=set)
     prev_touched: int = 1 << 62
     blanks: int = 0
@@ -153,6 +159,8 @@ class _Turn:
     thought: list[str] | None = None
     asked: set[tuple[int, int]] = field(default_factory=set)
     in_flight: int = 1
+    saw_busy: bool = False
+    """A ``parse.x-busy`` line showed after Enter: the program took the prompt (P9)."""
 
 
 _BOX_SIDES = "\u2502\u2503\u2551\u258f\u258e|"
@@ -161,6 +169,11 @@ _BOX_SIDES = "\u2502\u2503\u2551\u258f\u258e|"
 
 def _compact(text: str) -> str:
     return "".join(text.split())
+
+
+def _prompt_like(prefix: str, prompts: set[str]) -> bool:
+    return (not prefix or prefix in prompts
+            or (len(prefix) <= 8 and not any(c.isalnum() for c in prefix)))
 
 
 def _error_code(line: str) -> str:
@@ -222,7 +235,18 @@ class PtyMachine:
         times = [due for due, _ in self._writes]
         if self._settled_activity != self._activity:
             times.append(self._quiet_since + self.s.idle_window)
+        if (waiting := self._busy_deadline()) is not None:
+            times.append(waiting)
         return min(times) if times else None
+
+    def _busy_deadline(self) -> float | None:
+        """Until when an idle-looking screen is not yet the turn's end: the manifest names
+        busy lines and none has shown since Enter (an agent quiet before it starts)."""
+        turn = self._turn
+        if (not self.s.busy or turn is None or turn.saw_busy or turn.cancelled
+                or turn.enter_at is None):
+            return None
+        return turn.enter_at + self.s.busy_wait
 
     def describe(self) -> str:
         """The screen's last non-empty line (for a readable "never became ready")."""
@@ -250,6 +274,8 @@ class PtyMachine:
         if turn is not None and turn.submitted:
             if turn.enter_at is not None and self.now >= turn.enter_at:
                 turn.output_after_enter = True
+                if self.s.busy and not turn.saw_busy and self._busy(self.screen.rows()):
+                    turn.saw_busy = True
             out += self._stream(turn)
         return out
 
@@ -271,6 +297,10 @@ class PtyMachine:
         if (self._settled_activity != self._activity
                 and self.now - self._quiet_since >= self.s.idle_window and not self._writes):
             self._settled_activity = self._activity
+            out += self._settle()
+        elif ((due := self._busy_deadline()) is not None and self.now >= due
+              and self.now - self._quiet_since >= self.s.idle_window and not self._writes):
+            self._turn.saw_busy = True  # type: ignore[union-attr]  # waited long enough
             out += self._settle()
         return out
 
@@ -328,8 +358,8 @@ class PtyMachine:
         screen.take_touched()
         turn.gen = screen.generation
         turn.start_row = turn.emitted = screen.cursor_row
-        turn.echo = _compact(turn.text)
-        if screen.alternate:
+        turn.echo = deque(c for c in map(_compact, turn.text.splitlines()) if c)
+        if screen.alternate or self.s.redraw:
             turn.seen = {r.strip() for r in screen.rows() if r.strip()}
         return self._type(turn.text)
 
@@ -364,7 +394,10 @@ class PtyMachine:
         self._ask = None
         if not turn.submitted:  # never typed: the turn ends here, nothing reached the program
             return self._end_turn(turn, "cancelled")
-        return self._write(CTRL_C)
+        first, *more = self.s.cancel_keys or (CTRL_C,)
+        for i, keys in enumerate(more, 1):  # e.g. opencode's Esc, then Esc again
+            self._writes.append((self.now + i * CANCEL_GAP, keys))
+        return self._write(first)
 
     def _answer(self, frame: AskUserAnswer) -> list[Output]:
         ask = self._ask
@@ -448,7 +481,8 @@ class PtyMachine:
                                      rows[last_y + 1:])
             if self._ask is not None:
                 return self._commit(turn, self.screen.scrolled + last_y) + out
-        if last_y is not None and self._idle(last):
+        if (last_y is not None and self._idle(last) and not self._busy(rows)
+                and self._busy_deadline() is None):
             out = self._commit(turn, self.screen.scrolled + last_y, settled=True) + out
             return out + self._end_turn(turn, "cancelled" if turn.cancelled else "end_turn")
         return self._commit(turn, self.screen.cursor_row, settled=True) + out
@@ -466,6 +500,8 @@ class PtyMachine:
                                      "trio-cap types nothing into it (answer it once in a "
                                      "terminal, or start the agent so it does not ask)")]
         screen_text = "\n".join(rows)
+        if self._busy(rows):
+            return []  # e.g. "Initializing... Prompts will be queued." under a drawn prompt
         ready = (self.s.ready_when.search(screen_text) is not None if self.s.ready_when
                  else bool(screen_text.strip()))
         if not ready:
@@ -474,6 +510,10 @@ class PtyMachine:
         if self.s.learn_prompt and last:
             self.prompt_line = last
         return [CapSessionReady(session_id=self.session_id), *self._next_turn()]
+
+    def _busy(self, rows: Sequence[str]) -> bool:
+        """A visible line says the program is still working (``parse.x-busy``)."""
+        return bool(self.s.busy) and any(r.strip() and matches(self.s.busy, r) for r in rows)
 
     def _idle(self, last: str) -> bool:
         if matches(self.s.idle, last):
@@ -558,7 +598,7 @@ class PtyMachine:
             turn.prev_touched = 1 << 62
             screen.take_touched()
         touched = screen.take_touched()
-        if screen.alternate:
+        if screen.alternate or self.s.redraw:
             upto = screen.scrolled  # P12: only what scrolled off is surely done
         else:
             upto = min(screen.cursor_row, touched, turn.prev_touched)
@@ -569,7 +609,7 @@ class PtyMachine:
         screen = self.screen
         out: list[Output] = []
         start = max(turn.emitted, screen.first_row)
-        if screen.alternate:
+        if screen.alternate or self.s.redraw:
             texts = [screen.row_text(n) for n in range(start, min(upto, screen.scrolled))]
             if settled:
                 rows = screen.rows()
@@ -597,15 +637,10 @@ class PtyMachine:
     def _line(self, turn: _Turn, text: str, row: int) -> list[Output]:
         s = self.s
         stripped = text.strip()
-        if turn.echo:
-            compact = _compact(text)
-            if not compact:
-                return []
-            for k in range(min(len(compact), len(turn.echo)), 0, -1):
-                if compact.endswith(turn.echo[:k]):
-                    turn.echo = turn.echo[k:]
-                    return []
-            turn.echo = ""  # the program did not echo (or not as typed): stop looking
+        if turn.echo and self._echoed(turn, text):
+            return []
+        if not turn.any_text and turn.prompts and _compact(text) in turn.prompts:
+            return []
         if not stripped:
             out = self._flush_sections(turn)
             if turn.any_text:
@@ -653,9 +688,44 @@ class PtyMachine:
                                 details={"line": stripped}))
         turn.buf.extend([""] * turn.blanks)
         turn.blanks = 0
+        if s.text_prefix is not None and (m := s.text_prefix.search(text)) and m.start() == 0:
+            text = text[m.end():]  # the reply glyph ("● ") is the TUI's, not the reply's
         turn.buf.append(text.rstrip())
         turn.any_text = True
         return out
+
+    def _echoed(self, turn: _Turn, text: str) -> bool:
+        """Is this row the program echoing the prompt back (P10)?
+
+        A row is echo when it ends with the next prompt line and what stands before
+        it is empty, a prompt already seen (``tcap$``) or a continuation prompt (``...``,
+        ``>``: a few characters, none of them a letter or digit); a full-width
+        row ending with the start of that line is the first part of a wrapped echo.  A
+        first row that is no echo at all means the program does not echo: stop looking.
+        """
+        compact = _compact(text)
+        if not compact:
+            return False
+        first, turn.echo_checked = not turn.echo_checked, True
+        cur = turn.echo[0]
+        if compact.endswith(cur):
+            prefix = compact[:-len(cur)]
+            if first or _prompt_like(prefix, turn.prompts):
+                if prefix:
+                    turn.prompts.add(prefix)
+                turn.echo.popleft()
+                return True
+        if len(text) >= self.screen.columns - 1:
+            for k in range(min(len(compact), len(cur)), 0, -1):
+                prefix = compact[:-k]
+                if compact.endswith(cur[:k]) and (first or _prompt_like(prefix, turn.prompts)):
+                    if prefix:
+                        turn.prompts.add(prefix)
+                    turn.echo[0] = cur[k:]
+                    return True
+        if first:
+            turn.echo.clear()
+        return False
 
     def _flush_text(self, turn: _Turn) -> list[Output]:
         if not turn.buf:

@@ -27,7 +27,8 @@ def needs_paste(text: str) -> bool:
 
 def encode_prompt(text: str, *, paste: bool) -> bytes:
     """The bytes of ``text`` as typed, without the final Enter."""
-    body = text.replace("\r\n", "\n").rstrip("\n")
+    body = text.replace("\r\n", "\n")
+    body = body.removesuffix("\n")  # the Enter that follows is that newline; a second one stays
     if paste and needs_paste(body):
         data = body.replace("\n", "\r").encode()
         return PASTE_START + data.replace(PASTE_END, b"") + PASTE_END

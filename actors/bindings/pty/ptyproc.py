@@ -67,6 +67,38 @@ def describe_status(code: int | None) -> str:
     return f"exited with code {code}"
 
 
+def _session_members(sid: int) -> list[int]:
+    """Pids still in session ``sid`` (Linux ``/proc``; elsewhere none are found)."""
+    members = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 3 and int(fields[3]) == sid:
+            members.append(int(name))
+    return members
+
+
+def _kill_session(sid: int) -> None:
+    """SIGKILL what is left of the program's session: an interactive shell puts each job
+    in a process group of its own, and a running background job in an orphaned group gets
+    no SIGHUP from the kernel, so ending the leader's group alone would leave it running."""
+    for pid in _session_members(sid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 class PtyProcess:
     """A spawned program and the master side of its terminal; made by :func:`spawn_pty`."""
 
@@ -145,6 +177,7 @@ class PtyProcess:
                 with trio.move_on_after(self.grace):
                     await self.proc.wait()
             await kill_process_group(self.proc, self.grace)
+            _kill_session(self.pid)
 
     def close(self) -> None:
         if self._closed:
