@@ -154,6 +154,9 @@ class A2aConnection:
                             datas = reader.feed(chunk)
                             if datas:  # every event of one read: one machine step, one batch
                                 await self._feed(SseBatch(rid, datas))
+                        datas = reader.feed_eof()
+                        if datas:
+                            await self._feed(SseBatch(rid, datas))
                         await self._feed(Ended(rid))
                     else:
                         await self._feed(Body(rid, await _read(resp, MAX_BODY)))

@@ -85,10 +85,13 @@ class SseReader:
         self._buf = rest
 
     def feed_eof(self) -> list[bytes]:
-        """The stream ended: an unterminated event is dropped, as the spec says."""
+        """The stream ended: a CR held for a possible LF ends its line after all; an event
+        still not closed by a blank line is dropped, as the spec says."""
+        buf, self._buf = self._buf, b""
+        out = self._mixed(buf[:-1] + b"\n") if buf.endswith(b"\r") else []
         self._buf = b""
         self._skipping = False
-        return []
+        return out
 
 
 def _complete(block: bytes) -> list[bytes]:
