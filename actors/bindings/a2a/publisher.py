@@ -257,13 +257,25 @@ class Plan(msgspec.Struct, frozen=True):
 
 
 @attrs.define(eq=False)
+class GrowingText:
+    """An agent message of the history still receiving text chunks."""
+
+    message_id: str
+    pieces: list[str]
+
+    def message(self, task_id: str, context_id: str) -> Message:
+        return Message("agent", self.message_id, (TextPart("".join(self.pieces)),), task_id,
+                       context_id)
+
+
+@attrs.define(eq=False)
 class Task:
     id: str
     context_id: str
     owner: str
     state: str = "submitted"
     status: Status = attrs.field(factory=lambda: Status("submitted"))
-    history: list[Message] = attrs.field(factory=list)
+    history: list[Message | GrowingText] = attrs.field(factory=list)
     artifacts: list[A2aArtifact] = attrs.field(factory=list)
     updates: list[Update] = attrs.field(factory=list)
     input_seq: int | None = None
@@ -277,6 +289,10 @@ class Task:
     @property
     def terminal(self) -> bool:
         return self.state in _TERMINAL
+
+    def messages(self) -> list[Message]:
+        return [m.message(self.id, self.context_id) if isinstance(m, GrowingText) else m
+                for m in self.history]
 
     @property
     def interrupted(self) -> bool:
@@ -513,16 +529,13 @@ class PublisherMachine:
             out.append(self._data(task, event, at))
 
     def _agent_text(self, task: Task, chunk: TextChunk) -> None:
-        """The task's history keeps one agent message per CAP message id, its text joined."""
+        """The task's history keeps one agent message per CAP message id, its text joined
+        when it is read (appending to a growing string would cost quadratic time)."""
         last = task.history[-1] if task.history else None
-        if last is not None and last.role == "agent" and last.message_id == chunk.message_id \
-                and len(last.parts) == 1 and isinstance(last.parts[0], TextPart):
-            task.history[-1] = Message("agent", chunk.message_id,
-                                       (TextPart(last.parts[0].text + chunk.text),),
-                                       task.id, task.context_id)
+        if isinstance(last, GrowingText) and last.message_id == chunk.message_id:
+            last.pieces.append(chunk.text)
         else:
-            task.history.append(Message("agent", chunk.message_id, (TextPart(chunk.text),),
-                                        task.id, task.context_id))
+            task.history.append(GrowingText(chunk.message_id, [chunk.text]))
 
     def _finish(self, task: Task, state: str, at: float, parts: Sequence[Part],
                 end_context: bool) -> list[Update]:

@@ -277,9 +277,10 @@ def _artifact1(a: A2aArtifact) -> v1.Artifact:
 
 
 def _history(task: Task, history_length: int | None) -> list[Message]:
+    history = task.messages()
     if history_length is None:
-        return task.history
-    return task.history[-history_length:] if history_length > 0 else []
+        return history
+    return history[-history_length:] if history_length > 0 else []
 
 
 def task_frame(task: Task, spelling: Spelling, history_length: int | None = None
