@@ -35,6 +35,7 @@ COMMAND_MODULES = (
     "trio_cap.actors.cli.model_cmd",
     "trio_cap.actors.cli.peers_cmd",
     "trio_cap.actors.cli.serve_cmd",
+    "trio_cap.actors.cli.policy_cmd",
 )
 
 
