@@ -330,3 +330,19 @@ def test_prompt_blocks_become_the_brains_text() -> None:
         {"type": "resource", "resource": {"uri": "file:///w/b.py", "text": "print(1)"}}]})
     (inject,) = [e for e in h.delivered[sid] if isinstance(e, UserInputInject)]
     assert inject.text == "look at\n@file:///w/a.py\nfile:///w/b.py:\nprint(1)"
+
+
+def test_a_yes_no_ask_without_elicitation_becomes_a_permission_request() -> None:
+    h = Harness()
+    sid = h.session()
+    h.prompt(sid)
+    ask = AskUser(ask_id="ask_1", prompt="Allow Write(p.txt)? (y/n)",
+                  form={"type": "string", "enum": ["yes", "no"]})
+    (request,) = requests(h.core(sid, ask), "session/request_permission")
+    assert request["params"]["toolCall"]["title"] == "Allow Write(p.txt)? (y/n)"
+    h.answer(request["id"], {"outcome": {"outcome": "selected", "optionId": "reject_once"}})
+    assert h.delivered[sid][-1] == AskUserAnswer(ask_id="ask_1", value="no")
+    (again,) = requests(h.core(sid, AskUser(ask_id="ask_2", prompt="ok?", form={
+        "oneOf": [{"const": "y"}, {"const": "n"}]})), "session/request_permission")
+    h.answer(again["id"], {"outcome": {"outcome": "cancelled"}})
+    assert h.delivered[sid][-1] == AskUserAnswer(ask_id="ask_2", value=None)

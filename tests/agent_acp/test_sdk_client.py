@@ -10,6 +10,7 @@ loop; every wait is bounded.
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from acp import RequestError, text_block
 
 from tests.agent_acp.sdk_client import (
+    CAP,
     RecordingClient,
     nothing_after_response,
     open_agent,
@@ -265,3 +267,23 @@ def test_an_ask_becomes_a_form_elicitation_and_its_answer_reaches_the_brain(
     options = mode.requested_schema.properties["answer"]
     assert [o.const for o in options.one_of] == ["red", "blue"]
     assert "You answered blue." in client.reply_text()
+
+
+def test_a_pty_only_agent_appears_as_an_acp_agent_through_the_bridge(tmp_path: Path) -> None:
+    """``--bridge cap-agent --binding pty``: trio-cap's TUI agent on a real pseudo-terminal;
+    its ``(y/n)`` prompt reaches the client as a permission request, typed back as "y"."""
+    client = RecordingClient(tmp_path)
+    bindir = str(Path(CAP).parent)
+
+    async def main() -> Any:
+        async with open_agent(client, "--bridge", "cap-agent", "--binding", "pty",
+                              env={"PATH": f"{bindir}:{os.environ.get('PATH', '')}"}) as conn:
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            return await conn.prompt(session_id=session.session_id,
+                                     prompt=[text_block("write p.txt: from a pty")])
+
+    assert run(main(), limit=90).stop_reason == "end_turn"
+    assert (tmp_path / "p.txt").read_text() == "from a pty\n"
+    (perm,) = client.permissions
+    assert "Write(p.txt)" in perm.title
+    assert "Wrote 11 bytes to p.txt." in client.reply_text()

@@ -139,6 +139,32 @@ def answered(session: Session, value: Any, tool: str, risk: str) -> Verdict:
     return Verdict("deny", "the user rejected this tool call in the client", "client")
 
 
+_YES = ("yes", "y")
+_NO = ("no", "n")
+
+
+def yes_no(form: dict[str, Any] | None) -> tuple[str, str] | None:
+    """The (yes, no) answers of an ask whose form is a yes/no choice (a PTY agent's
+    ``(y/n)`` prompt), so a client without elicitation can answer it as a permission."""
+    if not isinstance(form, dict):
+        return None
+    values = form.get("enum")
+    if values is None and isinstance(form.get("oneOf"), list):
+        values = [o.get("const") for o in form["oneOf"] if isinstance(o, dict)]
+    if not isinstance(values, list) or len(values) != 2:
+        return None
+    yes = next((v for v in values if isinstance(v, str) and v.lower() in _YES), None)
+    no = next((v for v in values if isinstance(v, str) and v.lower() in _NO), None)
+    return (yes, no) if yes is not None and no is not None else None
+
+
+def yes_no_answer(value: Any, answers: tuple[str, str]) -> str | None:
+    """A permission answer to a yes/no ask: allow → yes, reject → no, else no answer."""
+    chosen = getattr(getattr(value, "outcome", None), "option_id", "")
+    kind = _KIND.get(chosen, "")
+    return answers[0] if kind.startswith("allow") else answers[1] if kind else None
+
+
 def prompt_text(blocks: Sequence[f.ContentBlock]) -> str:
     """The prompt as the brain reads it: text as given, a link as ``@uri``, an embedded
     resource as its text under its uri."""

@@ -107,6 +107,8 @@ from trio_cap.actors.bindings.acp.agent_sessions import (
     decide,
     prompt_text,
     turn_meta,
+    yes_no,
+    yes_no_answer,
 )
 from trio_cap.actors.bindings.acp.frames_lenient import decode_payload
 from trio_cap.actors.bindings.base import DECIDED_BY, REFUSAL_MESSAGE
@@ -467,6 +469,16 @@ class AcpAgentSide:
         return [Record(session.id, (response,)), Deliver(session.id, (response,))]
 
     def _ask(self, session: Session, turn: Turn, event: AskUser) -> list[Effect]:
+        if "form" not in self.client.elicitation_modes() and yes_no(event.form) is not None:
+            # a y/n question (a PTY agent's permission prompt): every client can answer that
+            params = f.RequestPermissionParams(
+                session_id=session.id, options=OPTIONS, tool_call=f.ToolCallFields(
+                    tool_call_id=turn.current or event.ask_id, title=event.prompt,
+                    kind="other", status="pending"))
+            request_id, data = self.rpc.request(f.REQUEST_PERMISSION, params, context=(
+                "yes_no", session.id, event.ask_id, yes_no(event.form)))
+            turn.asks.add(request_id)
+            return [Send(data + b"\n")]
         if "form" not in self.client.elicitation_modes():
             answer = AskUserAnswer(ask_id=event.ask_id, value=None,
                                    meta={DECIDED_BY: "the client has no form elicitation"})
@@ -558,6 +570,9 @@ class AcpAgentSide:
             return [Note(f"ignored a late answer to a {kind} request")]
         if kind == "permission":
             return self._permission_answer(session, context, value)
+        if kind == "yes_no":
+            event = AskUserAnswer(ask_id=context[2], value=yes_no_answer(value, context[3]))
+            return [Record(session.id, (event,)), Deliver(session.id, (event,))]
         return self._ask_answer(session, context, value)
 
     def _permission_answer(self, session: Session, context: tuple[Any, ...],
