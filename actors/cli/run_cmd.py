@@ -160,6 +160,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--headless", action="store_true",
                      help="nobody is at the terminal: never prompt; the agent's questions get "
                      "no answer and permissions default to deny (ask is refused)")
+    run.add_argument("--token-file", metavar="F",
+                     help="a2a binding: the bearer token for the remote agent, one line in F "
+                     "(wins over the manifest's fast_path.x-a2a-token-file and the "
+                     "CAP_A2A_TOKEN environment variable; never logged)")
     run.add_argument("--turn-timeout", type=float, metavar="S",
                      help="cancel a turn that runs longer than S seconds (default: none)")
     run.add_argument("--idle-timeout", type=float, metavar="S",
@@ -215,6 +219,17 @@ def _timeout(flag: str, value: float | None) -> float | None:
     return value
 
 
+def _check_token_file(path: str) -> None:
+    """Readable, and one token on one line; its content is never shown."""
+    from trio_cap.actors.bindings.a2a.connector import read_token_file
+    from trio_cap.actors.connection import ConnectError
+
+    try:
+        read_token_file(path)
+    except ConnectError as exc:
+        raise UsageError(f"--token-file: {exc}") from None
+
+
 def check_arguments(args: argparse.Namespace) -> Plan_:
     """Every usage error ``cap run`` can find without starting anything."""
     if args.task is None and args.task_file is None:
@@ -233,6 +248,8 @@ def check_arguments(args: argparse.Namespace) -> Plan_:
                                             and math.isfinite(args.budget_usd)):
         raise UsageError(f"--budget-usd {args.budget_usd}: give dollars as a number >= 0")
     turn_timeout = _timeout("--turn-timeout", args.turn_timeout)
+    if args.token_file is not None:
+        _check_token_file(args.token_file)
     idle_timeout = _timeout("--idle-timeout", args.idle_timeout)
     task = read_text_file("--task-file", args.task_file) if args.task_file else args.task
     if not task.strip():
@@ -351,6 +368,10 @@ async def _run(args: argparse.Namespace, log: FileEventLog, plan: Plan_) -> Outc
                 trio.open_nursery() as nursery:
             orch.node = node
             orch.default_timeouts = Timeouts(idle=DEFAULT_IDLE_TIMEOUT)
+            if args.token_file is not None:
+                from trio_cap.actors.bindings.a2a.connector import A2aConnector
+
+                orch.connectors["a2a"] = A2aConnector(token_file=args.token_file)
             orch.record = args.record
             work = trio.CancelScope()
             nursery.start_soon(_watch_signals, signals, out, orch, work, nursery.cancel_scope)

@@ -217,15 +217,17 @@ def _manifest_x(spec: AgentSpec, key: str) -> Any:
     return extensions.get(f"fast_path.{key}")
 
 
-def _read_token_file(path: str) -> str:
+def read_token_file(path: str) -> str:
+    """The one token in ``path`` (one line); a :class:`ConnectError` naming the file, never
+    its content."""
     try:
         with open(path, encoding="utf-8") as fh:
             token = fh.read(65536).strip()
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise ConnectError(f"a2a: cannot read the token file {path}: {reason}") from None
+        raise ConnectError(f"cannot read the token file {path}: {reason}") from None
     if not token or any(c.isspace() for c in token):
-        raise ConnectError(f"a2a: the token file {path} must hold one token on one line")
+        raise ConnectError(f"the token file {path} must hold one token on one line")
     return token
 
 
@@ -235,15 +237,15 @@ def resolve_token(spec: AgentSpec, token: str | None = None,
     if token:
         return token
     if token_file:
-        return _read_token_file(token_file)
+        return read_token_file(token_file)
     opts = spec.options
     if opts.get("a2a_token"):
         return str(opts["a2a_token"])
     if opts.get("a2a_token_file"):
-        return _read_token_file(str(opts["a2a_token_file"]))
+        return read_token_file(str(opts["a2a_token_file"]))
     path = _manifest_x(spec, "x-a2a-token-file")
     if isinstance(path, str) and path:
-        return _read_token_file(os.path.expanduser(path))
+        return read_token_file(os.path.expanduser(path))
     env = _manifest_x(spec, "x-a2a-token-env")
     if isinstance(env, str) and env and os.environ.get(env):
         return os.environ[env].strip()
