@@ -94,6 +94,8 @@ class RecordingClient:
         self.commands: list[tuple[str, list[str]]] = []
         self.conn: Any = None
         self.updated = asyncio.Event()  # set by the first session/update
+        self.terminal_made = asyncio.Event()  # set by the first terminal/create
+        self.killed: list[str] = []
 
     def capabilities(self) -> ClientCapabilities:
         return ClientCapabilities(
@@ -162,6 +164,7 @@ class RecordingClient:
             env={**os.environ, **{e.name: e.value for e in env or []}})
         terminal_id = f"term_{len(self.terminals) + 1}"
         self.terminals[terminal_id] = _Terminal(proc, output_byte_limit)
+        self.terminal_made.set()
         return CreateTerminalResponse(terminal_id=terminal_id)
 
     async def wait_for_terminal_exit(self, session_id: str, terminal_id: str,
@@ -186,6 +189,7 @@ class RecordingClient:
     async def release_terminal(self, session_id: str, terminal_id: str, **_: Any) -> None:
         term = self.terminals.pop(terminal_id, None)
         if term is not None and term.proc.returncode is None:
+            self.killed.append(terminal_id)
             with contextlib.suppress(ProcessLookupError):
                 term.proc.kill()
             await term.proc.wait()

@@ -287,3 +287,21 @@ def test_a_pty_only_agent_appears_as_an_acp_agent_through_the_bridge(tmp_path: P
     (perm,) = client.permissions
     assert "Write(p.txt)" in perm.title
     assert "Wrote 11 bytes to p.txt." in client.reply_text()
+
+
+def test_cancel_while_a_command_runs_in_the_clients_terminal_releases_it(
+        tmp_path: Path) -> None:
+    client = RecordingClient(tmp_path, terminal=True)
+
+    async def main() -> Any:
+        async with open_agent(client, "--permission-mode", "bypassPermissions") as conn:
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id,
+                                                     prompt=[text_block("run: sleep 60")]))
+            await client.terminal_made.wait()
+            await conn.cancel(session_id=session.session_id)
+            return await turn
+
+    assert run(main(), limit=30).stop_reason == "cancelled"
+    assert client.commands == [("sleep", ["60"])]
+    assert client.killed == ["term_1"] and client.terminals == {}  # released while running
