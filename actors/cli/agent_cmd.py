@@ -68,11 +68,12 @@ def manifest_text() -> str:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "agent",
-        help="be an agent: speak CAP over stream-json with trio-cap's scripted brain",
-        description="Run trio-cap's own agent (the scripted brain) on this process's stdio, "
-        "speaking Claude Code's stream-json so the Claude Agent SDKs and CAP drivers can "
-        "drive it, or print its manifest.  Exit code: 0 when stdin ends after the last turn, "
-        "2 bad usage.",
+        help="be an agent: speak stream-json, pty or ACP with trio-cap's scripted brain",
+        description="Run trio-cap's own agent (the scripted brain, or with --bridge an agent "
+        "trio-cap drives) on this process's stdio, speaking Claude Code's stream-json (the "
+        "Claude Agent SDKs, CAP drivers), a TUI (PTY drivers) or the Agent Client Protocol "
+        "(Zed and other ACP clients: --cap-speak acp), or print its manifest.  Exit code: 0 "
+        "when stdin ends after the last turn, 2 bad usage.",
     )
     p.add_argument("--cap-manifest", action="store_true",
                    help="print this agent's manifest (TOML) and exit")
