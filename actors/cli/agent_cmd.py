@@ -259,11 +259,19 @@ def run_acp_agent(args: argparse.Namespace) -> int:
     if args.input_format != "stream-json" or args.include_partial_messages:
         raise UsageError("--input-format and --include-partial-messages are stream-json "
                          "flags; an ACP client sends prompts as session/prompt")
+    for flag, value in (("--session-id", args.session_id), ("--resume", args.resume),
+                        ("--transcript-file", args.transcript_file)):
+        if value:
+            raise UsageError(f"{flag} is a stream-json flag; with --cap-speak acp the client "
+                             "names sessions (session/new, session/load of a --log FILE)")
+    prompt = args.system_prompt
+    if args.append_system_prompt:
+        prompt = f"{prompt}\n{args.append_system_prompt}" if prompt else args.append_system_prompt
     settings = AgentSettings(
         mode=mode, allowed=tuple(r for v in args.allowed for r in split_rules(v)),
         disallowed=tuple(r for v in args.disallowed for r in split_rules(v)),
         allow_high_risk=args.allow_high_risk, model=args.model,
-        system_prompt=args.system_prompt, max_turns=args.max_turns,
+        system_prompt=prompt, max_turns=args.max_turns,
         budget_usd=args.budget_usd, agent_version=__version__, bridged=args.bridge)
     script = brain_script(args.script)
     log = _open_log(args.log, args.fsync)

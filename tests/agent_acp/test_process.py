@@ -164,7 +164,8 @@ async def test_sigterm_is_a_clean_exit(tmp_path: Path) -> None:
 
 async def test_bad_usage_is_exit_2_with_one_line(tmp_path: Path) -> None:
     for argv in (["--permission-mode", "dontAsk"], ["--binding", "pty"],
-                 ["--input-format", "text"], ["--log", str(tmp_path)]):
+                 ["--input-format", "text"], ["--log", str(tmp_path)],
+                 ["--resume", "x"], ["--transcript-file", str(tmp_path / "t.json")]):
         result = await trio.run_process([CAP, "agent", "--cap-speak", "acp", *argv],
                                         capture_stdout=True, capture_stderr=True, check=False,
                                         stdin=subprocess.DEVNULL)
