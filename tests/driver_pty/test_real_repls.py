@@ -203,7 +203,7 @@ async def test_leaving_kills_the_whole_group_even_with_background_jobs(tmp_path:
     with pytest.raises(ProcessLookupError):
         os.killpg(pgid, 0)
     with trio.fail_after(WAIT):  # SIGKILLed; its new parent may take a moment to reap it
-        while _running(child):
+        while _running(child):  # noqa: ASYNC110 - no event exists for another's reaping
             await trio.sleep(0.05)
 
 

@@ -158,6 +158,9 @@ class _Turn:
     plan: list[PlanEntry] | None = None
     thought: list[str] | None = None
     asked: set[tuple[int, int]] = field(default_factory=set)
+    options: tuple[str, int, list[str]] | None = None
+    """A pick-one question seen on a complete line: its text, row and the lines under it
+    so far (its choices); asked at the next settle, once they are all on the screen."""
     in_flight: int = 1
     saw_busy: bool = False
     """A ``parse.x-busy`` line showed after Enter: the program took the prompt (P9)."""
@@ -294,12 +297,12 @@ class PtyMachine:
                 self._writes = [w for w in self._writes if w[0] > self.now]
                 for _, data in due:
                     out += self._write(data)
-        if (self._settled_activity != self._activity
-                and self.now - self._quiet_since >= self.s.idle_window and not self._writes):
+        quiet = self.now >= self._quiet_since + self.s.idle_window  # as deadline() computes it
+        if self._settled_activity != self._activity and quiet and not self._writes:
             self._settled_activity = self._activity
             out += self._settle()
         elif ((due := self._busy_deadline()) is not None and self.now >= due
-              and self.now - self._quiet_since >= self.s.idle_window and not self._writes):
+              and quiet and not self._writes):
             self._turn.saw_busy = True  # type: ignore[union-attr]  # waited long enough
             out += self._settle()
         return out
@@ -481,6 +484,10 @@ class PtyMachine:
                                      rows[last_y + 1:])
             if self._ask is not None:
                 return self._commit(turn, self.screen.scrolled + last_y) + out
+        if self.s.ask_options is not None and not turn.cancelled:
+            out = self._commit(turn, self.screen.cursor_row) + out  # may find the question
+            if turn.options is not None:
+                return out + self._ask_options(turn, rows)
         if (last_y is not None and self._idle(last) and not self._busy(rows)
                 and self._busy_deadline() is None):
             out = self._commit(turn, self.screen.scrolled + last_y, settled=True) + out
@@ -562,6 +569,19 @@ class PtyMachine:
             return [self._new_ask("options", line.strip(), choices)]
         return []
 
+    def _ask_options(self, turn: _Turn, rows: list[str]) -> list[Output]:
+        """The pick-one question seen on a complete line, with the lines under it (P7)."""
+        out = self._commit(turn, self.screen.cursor_row)
+        if turn.options is None:
+            return out
+        question, row, below = turn.options
+        turn.options = None
+        cursor = self.screen.cursor_row
+        if cursor > row and cursor >= turn.emitted and rows[self.screen.cursor.y].strip():
+            below.append(rows[self.screen.cursor.y].strip())  # the last option, unfinished
+            turn.emitted = cursor + 1
+        return [*out, self._new_ask("options", question, option_choices(question, below))]
+
     def _new_ask(self, kind: str, prompt: str, choices: list[tuple[str, str]]) -> AskUser:
         ask = _Ask(ask_id=self._new_id("ask"), kind=kind, prompt=prompt, choices=choices)
         self._ask = ask
@@ -642,11 +662,15 @@ class PtyMachine:
         if not turn.any_text and turn.prompts and _compact(text) in turn.prompts:
             return []
         if not stripped:
+            closes = turn.plan is not None or turn.thought is not None
             out = self._flush_sections(turn)
-            if turn.any_text:
+            if turn.any_text and not closes:  # the blank that closes a section is its own
                 turn.blanks += 1
             return out
         if matches(s.chrome, text) or self._idle(stripped):
+            return []
+        if turn.options is not None:
+            turn.options[2].append(stripped)
             return []
         out: list[Output] = []
         if turn.plan is not None:
@@ -678,6 +702,11 @@ class PtyMachine:
             return out + self._flush_text(turn)
         if s.thought_section is not None and s.thought_section.search(text) is not None:
             turn.thought = []
+            return out + self._flush_text(turn)
+        if (s.ask_options is not None and self._ask is None and s.ask_options.search(text)
+                and (self.screen.generation, row) not in turn.asked):
+            turn.asked.add((self.screen.generation, row))
+            turn.options = (stripped, row, [])
             return out + self._flush_text(turn)
         asked = self._ask_on_line(text, (self.screen.generation, row), ())
         if asked:
