@@ -109,11 +109,12 @@ def state_name(state: int) -> str:
 
 
 def texts_of(events: list[StreamResponse]) -> str:
-    """The streamed agent text, as an SDK user collects it from working status messages."""
+    """The streamed agent text, as an SDK user collects it: the appended text parts of the
+    artifact updates."""
     out = []
     for ev in events:
-        if ev.HasField("status_update") and ev.status_update.status.HasField("message"):
-            out += [p.text for p in ev.status_update.status.message.parts if p.text]
+        if ev.HasField("artifact_update"):
+            out += [p.text for p in ev.artifact_update.artifact.parts if p.text]
     return "".join(out)
 
 

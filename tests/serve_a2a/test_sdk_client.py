@@ -64,17 +64,18 @@ async def test_a_turn_streams_to_completion(tmp_path: Path, spelling: str) -> No
         text = texts_of(events)
         assert 'You said: "hello there".' in text
         assert last_state(events) == "TASK_STATE_COMPLETED"
-        # the result an A2A user reads: the response artifact, the whole text, before the end
-        artifacts = [ev.artifact_update.artifact for ev in events if ev.HasField(
-            "artifact_update")]
-        assert [a.name for a in artifacts] == ["response"]
-        assert artifacts[0].parts[0].text == text
+        # the result an A2A user reads: one artifact per agent message, its text appended
+        updates = [ev.artifact_update for ev in events if ev.HasField("artifact_update")]
+        assert {u.artifact.artifact_id for u in updates} == {"msg_1"}
+        assert [u.append for u in updates] == [False] + [True] * (len(updates) - 1)
+        assert len(updates) > 3  # streamed in chunks, not at the end
         final = events[-1].status_update.status.message
         usage = [p.data.struct_value for p in final.parts if p.HasField("data")]
         assert usage and usage[0]["kind"] == "cap.usage"
         assert state_name(task.status.state) == "TASK_STATE_COMPLETED"
-        assert task.history[0].parts[0].text == "hello there"
-        assert task.history[-1].parts[0].text == text
+        assert [a.name for a in task.artifacts] == ["response"]
+        assert "".join(p.text for p in task.artifacts[0].parts) == text
+        assert [m.parts[0].text for m in task.history] == ["hello there"]
         # the session behind it: the context is the session, and the log holds the turn
         session_events = [e.event for e in pub.orch.log.read(1, task.context_id)]
         injected = [e for e in session_events if isinstance(e, InputInjected)]
@@ -98,7 +99,7 @@ async def test_a_blocking_send_returns_the_finished_task(tmp_path: Path, spellin
         assert len(events) == 1 and events[0].HasField("task")
         task = events[0].task
         assert state_name(task.status.state) == "TASK_STATE_COMPLETED"
-        assert "what now" in task.artifacts[0].parts[0].text
+        assert "what now" in "".join(p.text for p in task.artifacts[0].parts)
 
 
 async def test_a_second_task_continues_the_same_context(tmp_path: Path, spelling: str) -> None:

@@ -218,8 +218,9 @@ async def test_include_raw_opts_a_subscriber_into_raw_bytes(tmp_path: Path) -> N
         def kinds(body: str) -> list[str]:
             out = []
             for _, event in _events(body):
-                message = event["result"].get("status", {}).get("message") or {}
-                out += [p.get("data", {}).get("kind", "text") for p in message.get("parts", [])]
+                result = event["result"]
+                holder = result.get("artifact") or result.get("status", {}).get("message") or {}
+                out += [p.get("data", {}).get("kind", "text") for p in holder.get("parts", [])]
             return out
 
         assert "cap.pty.raw_bytes" not in kinds(bodies[""])

@@ -33,15 +33,19 @@ Rules (CAP core §11.2/§11.3, ``shared/protocols/a2a.md``; choices marked *):
   events are its events (agent events whose ``cause`` is another turn's input
   are dropped).  Nothing before arming is a task event.
 * P6 The mapping of the session's stream (below): ``cap.text_chunk``
-  (assistant) is a text part of an agent message in a ``working`` status
-  update; every other CAP event without an A2A equivalent is a *CAP data part*
-  (``frames.cap_part_metadata``: ``data`` = the event in CAP wire form,
-  ``metadata["cap.kind"]``); ``cap.artifact`` is an artifact update; an ask or
-  a permission waiting on a human is an ``input-required`` status whose message
+  (assistant) is a text part appended to the artifact named by its CAP message
+  id (``name`` "response"; the first chunk ``append: false``, later ones
+  ``append: true``), a2a-sdk's idiom for streamed output and what a caller
+  reads as the result; the history keeps the caller's messages and the
+  agent's input-required messages, never the streamed text (a snapshot must
+  not repeat what the artifacts hold); every other CAP event without an A2A
+  equivalent is a *CAP data part* (``frames.cap_part_metadata``: ``data`` =
+  the event in CAP wire form, ``metadata["cap.kind"]``) in a ``working``
+  status message; ``cap.artifact`` is an artifact update; an ask or a
+  permission waiting on a human is an ``input-required`` status whose message
   carries its prompt as text and the request as a CAP data part; the turn's
   end is a terminal status carrying the turn's ``cap.usage`` as a CAP data
-  part (CAP core §11.3), preceded by a ``response`` artifact holding the
-  turn's whole assistant text (what an A2A caller reads as the result).
+  part (CAP core §11.3).
 * P7 ``cap.pty.raw_bytes`` updates are marked ``raw``: only subscribers that
   asked for them (``?include_raw=1`` or the ``cap.include_raw`` request
   metadata) get them, and they are never kept in a task's history.
@@ -62,14 +66,14 @@ event                             T's state              update
 ================================  =====================  ===============================
 ``input.injected`` a2a:T          (armed)                —
 ``session.working``               working                status working (if it changed)
-``cap.text_chunk`` assistant      —                      status working, text part
+``cap.text_chunk`` assistant      —                      artifact (msg id), text appended
 ``cap.artifact``                  —                      artifact (kept in ``artifacts``)
 ``cap.usage``                     (kept for the end)     —
 ``cap.ask_user``, ``…request``    (kept until decided)   —
 ``permission.decided`` by policy  —                      status working, data part
 ``session.input_required``        input-required         status input-required, final
-``session.turn_ended``            completed | canceled   ``response`` artifact, then
-                                  | failed               status (usage data part), final
+``session.turn_ended``            completed | canceled   status (usage data part), final
+                                  | failed
 ``session.failed`` / ``…``        failed | canceled      status, final; context ended
 other CAP events, warnings        —                      status working, data part
 anything else                     —                      —
@@ -190,6 +194,8 @@ class Update:
     artifact: A2aArtifact | None = None
     final: bool = False
     raw: bool = False
+    append: bool = False
+    last_chunk: bool = True
     rendered: dict[str, bytes] = attrs.field(factory=dict)
     """The shell's cache: spelling → the ``result`` bytes, encoded once for every subscriber."""
 
@@ -257,15 +263,16 @@ class Plan(msgspec.Struct, frozen=True):
 
 
 @attrs.define(eq=False)
-class GrowingText:
-    """An agent message of the history still receiving text chunks."""
+class TextArtifact:
+    """A streamed agent message as an A2A artifact: one text part per ``cap.text_chunk``
+    (P6), so a snapshot's parts line up with the appended updates a subscriber saw."""
 
-    message_id: str
+    artifact_id: str
     pieces: list[str]
 
-    def message(self, task_id: str, context_id: str) -> Message:
-        return Message("agent", self.message_id, (TextPart("".join(self.pieces)),), task_id,
-                       context_id)
+    def artifact(self) -> A2aArtifact:
+        return A2aArtifact(artifact_id=self.artifact_id, name="response",
+                           parts=tuple(TextPart(p) for p in self.pieces))
 
 
 @attrs.define(eq=False)
@@ -275,24 +282,23 @@ class Task:
     owner: str
     state: str = "submitted"
     status: Status = attrs.field(factory=lambda: Status("submitted"))
-    history: list[Message | GrowingText] = attrs.field(factory=list)
-    artifacts: list[A2aArtifact] = attrs.field(factory=list)
+    history: list[Message] = attrs.field(factory=list)
+    artifacts: list[A2aArtifact | TextArtifact] = attrs.field(factory=list)
     updates: list[Update] = attrs.field(factory=list)
     input_seq: int | None = None
     waiting: Event | None = None
     """The cap.ask_user / cap.permission.request a human must answer (input-required)."""
     requests: dict[str, Event] = attrs.field(factory=dict)
     usage: Usage | None = None
-    text: list[str] = attrs.field(factory=list)
+    texts: dict[str, TextArtifact] = attrs.field(factory=dict)
     last_error: str | None = None
 
     @property
     def terminal(self) -> bool:
         return self.state in _TERMINAL
 
-    def messages(self) -> list[Message]:
-        return [m.message(self.id, self.context_id) if isinstance(m, GrowingText) else m
-                for m in self.history]
+    def all_artifacts(self) -> list[A2aArtifact]:
+        return [a.artifact() if isinstance(a, TextArtifact) else a for a in self.artifacts]
 
     @property
     def interrupted(self) -> bool:
@@ -484,11 +490,7 @@ class PublisherMachine:
                 task.state = "working"
                 out.append(self._status(task, Status("working", iso(at))))
         elif isinstance(event, TextChunk) and event.channel == "assistant":
-            task.text.append(event.text)
-            self._agent_text(task, event)
-            message = Message("agent", event.message_id, (TextPart(event.text),), task.id,
-                              task.context_id)
-            out.append(self._status(task, Status("working", iso(at), message), keep=False))
+            out.append(self._text(task, event))
         elif isinstance(event, Artifact):
             artifact = _artifact(event)
             task.artifacts.append(artifact)
@@ -528,24 +530,22 @@ class PublisherMachine:
                 task.last_error = f"{event.code}: {event.message}"
             out.append(self._data(task, event, at))
 
-    def _agent_text(self, task: Task, chunk: TextChunk) -> None:
-        """The task's history keeps one agent message per CAP message id, its text joined
-        when it is read (appending to a growing string would cost quadratic time)."""
-        last = task.history[-1] if task.history else None
-        if isinstance(last, GrowingText) and last.message_id == chunk.message_id:
-            last.pieces.append(chunk.text)
-        else:
-            task.history.append(GrowingText(chunk.message_id, [chunk.text]))
+    def _text(self, task: Task, chunk: TextChunk) -> Update:
+        """P6: an agent message streams as the artifact named by its CAP message id, one
+        appended text part per chunk (a2a-sdk's idiom for streamed output)."""
+        growing = task.texts.get(chunk.message_id)
+        if growing is None:
+            growing = task.texts[chunk.message_id] = TextArtifact(chunk.message_id, [])
+            task.artifacts.append(growing)
+        growing.pieces.append(chunk.text)
+        piece = A2aArtifact(artifact_id=chunk.message_id, name="response",
+                            parts=(TextPart(chunk.text),))
+        return self._add(Update(0, task.id, task.context_id, artifact=piece,
+                                append=len(growing.pieces) > 1, last_chunk=False))
 
     def _finish(self, task: Task, state: str, at: float, parts: Sequence[Part],
                 end_context: bool) -> list[Update]:
         out: list[Update] = []
-        if task.text:
-            artifact = A2aArtifact(artifact_id=f"{task.id}-response", name="response",
-                                   parts=(TextPart("".join(task.text)),),
-                                   description="the turn's assistant text")
-            task.artifacts.append(artifact)
-            out.append(self._add(Update(0, task.id, task.context_id, artifact=artifact)))
         all_parts = list(parts)
         if task.usage is not None:
             all_parts.append(cap_data(task.usage))

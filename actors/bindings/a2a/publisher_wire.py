@@ -277,7 +277,7 @@ def _artifact1(a: A2aArtifact) -> v1.Artifact:
 
 
 def _history(task: Task, history_length: int | None) -> list[Message]:
-    history = task.messages()
+    history = task.history
     if history_length is None:
         return history
     return history[-history_length:] if history_length > 0 else []
@@ -288,10 +288,10 @@ def task_frame(task: Task, spelling: Spelling, history_length: int | None = None
     history = _history(task, history_length)
     if spelling == DRAFT:
         return v03.Task(id=task.id, context_id=task.context_id, status=_status3(task.status),
-                        artifacts=tuple(_artifact3(a) for a in task.artifacts) or None,
+                        artifacts=tuple(_artifact3(a) for a in task.all_artifacts()) or None,
                         history=tuple(_message3(m) for m in history) or None)
     return v1.Task(id=task.id, context_id=task.context_id, status=_status1(task.status),
-                   artifacts=tuple(_artifact1(a) for a in task.artifacts),
+                   artifacts=tuple(_artifact1(a) for a in task.all_artifacts()),
                    history=tuple(_message1(m) for m in history))
 
 
@@ -315,7 +315,8 @@ def update_result(update: Update, spelling: Spelling) -> bytes:
         if update.artifact is not None:
             frame = v03.TaskArtifactUpdateEvent(
                 task_id=update.task_id, context_id=update.context_id,
-                artifact=_artifact3(update.artifact), append=False, last_chunk=True)
+                artifact=_artifact3(update.artifact), append=update.append,
+                last_chunk=update.last_chunk)
         else:
             assert update.status is not None
             frame = v03.TaskStatusUpdateEvent(task_id=update.task_id,
@@ -325,7 +326,8 @@ def update_result(update: Update, spelling: Spelling) -> bytes:
     elif update.artifact is not None:
         frame = v1.StreamResponse(artifact_update=v1.TaskArtifactUpdateEvent(
             task_id=update.task_id, context_id=update.context_id,
-            artifact=_artifact1(update.artifact), last_chunk=True))
+            artifact=_artifact1(update.artifact), append=update.append,
+            last_chunk=update.last_chunk))
     else:
         assert update.status is not None
         frame = v1.StreamResponse(status_update=v1.TaskStatusUpdateEvent(
