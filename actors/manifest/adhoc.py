@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import sys
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,8 +20,9 @@ from trio_cap.actors.manifest.checks import PROGRAM_RULE, is_safe_program
 from trio_cap.actors.manifest.model import Manifest
 from trio_cap.actors.manifest.validate import ManifestInvalid, validate_data
 
-PREFIXES = {"pty": "pty", "stream-json": "stream-json", "acp": "acp", "a2a": "a2a"}
-"""Spec prefix → binding name."""
+PREFIXES = {"pty": "pty", "stream-json": "stream-json", "acp": "acp", "a2a": "a2a",
+            "replay": "stream-json"}
+"""Spec prefix → binding name (``replay:LOG#SESSION``: a recorded agent played back)."""
 
 READY_ANY_OUTPUT = "\\S"
 """Without knowing the program, any visible output counts as started."""
@@ -50,6 +52,18 @@ def _argv(spec: str, rest: str) -> list[str]:
     return argv
 
 
+def _replay_argv(spec: str, rest: str) -> list[str]:
+    """What ``cap replay LOG --agent SESSION --serve stream-json`` runs, as a program that
+    also takes the flags a stream-json driver adds (Claude Code's)."""
+    log, sep, session = rest.rpartition("#")
+    if not sep or not log or not session:
+        raise AdHocError(f"{spec!r}: expected replay:LOG#SESSION_ID")
+    if not os.path.isfile(log):
+        raise AdHocError(f"{spec!r}: no log file {log!r}")
+    return [sys.executable, "-m", "trio_cap.actors.cli.serve_replay", os.path.abspath(log),
+            session]
+
+
 def _name_from(text: str) -> str:
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
     return name or "agent"
@@ -73,6 +87,10 @@ def adhoc_manifest(spec: str) -> tuple[Manifest, str]:
         # that are never used, because only the a2a binding is allowed.
         argv = ["a2a-remote"]
         fast_path["a2a_serve_at"] = rest
+    elif spec.startswith("replay:"):
+        argv = _replay_argv(spec, rest)
+        name = _name_from(f"replay-{rest.rpartition('#')[2]}")
+        fast_path["stream_json"] = argv
     else:
         argv = _argv(spec, rest)
         name = _name_from(os.path.basename(argv[0]))
