@@ -14,7 +14,9 @@ nodes taking over at once cannot both do it: on PostgreSQL the takeover runs
 under a database-wide advisory lock and re-reads the log once it holds it.
 
 Everything is decided from the log alone (:func:`fold_nodes` is pure), so a
-replay tells who owned what and who took over when.
+replay tells who owned what and who took over when.  Lease times come from one
+clock: on PostgreSQL the database server's (so nodes on machines whose clocks
+disagree still agree on who lapsed), else the given or system clock.
 """
 
 from __future__ import annotations
@@ -44,6 +46,16 @@ DEFAULT_LEASE = 15.0
 
 NODE_STREAM = "node:"
 """Stream prefix of a node's own events (``node:<id>``)."""
+
+
+async def lease_now(log: EventLog, clock: Clock | None) -> float:
+    """Now, for leases: ``clock`` if given, else the log's server clock, else the system's."""
+    if clock is not None:
+        return clock.now()
+    server_time = getattr(log, "server_time", None)
+    if server_time is not None:
+        return await trio.to_thread.run_sync(server_time)
+    return SystemClock().now()
 
 
 def default_node_id() -> str:
@@ -114,12 +126,11 @@ async def take_over(log: EventLog, node: str, *, clock: Clock | None = None) -> 
     Without the resume rules each session is marked ``session.failed``
     ``node_lost``; the returned records say which.
     """
-    clock = clock or SystemClock()
     exclusive = getattr(log, "exclusive", None)
     done: list[Takeover] = []
     async with (exclusive("takeover") if exclusive else nullcontext()):
         view = read_nodes(log)  # synchronous, as every log read is
-        now = clock.now()
+        now = await lease_now(log, clock)
         for lost, until in view.lapsed(now, exclude=node):
             sessions = tuple(view.live_sessions(lost))
             seq = await log.append([NodeTakeover(node=node, lost=lost, lapsed_at=until,
@@ -145,12 +156,13 @@ class Node:
         self.log = log
         self.id = node_id or default_node_id()
         self.lease = lease
-        self.clock = clock or SystemClock()
+        self.clock = clock
         self.stream = NODE_STREAM + self.id
 
     async def heartbeat(self) -> int:
+        now = await lease_now(self.log, self.clock)
         return await self.log.append([NodeHeartbeat(
-            node=self.id, lease_until=self.clock.now() + self.lease,
+            node=self.id, lease_until=now + self.lease,
             host=socket.gethostname(), pid=os.getpid())], stream=self.stream)
 
     async def own(self, session_id: str) -> int:

@@ -326,6 +326,16 @@ class PostgresEventLog(EventLog):
             out.extend(self._read_stream(stream, self._indexed_from, end))
         return out
 
+    def server_time(self) -> float:
+        """The database server's clock (Unix seconds): one clock for every node, so leases do
+        not depend on the machines' clocks agreeing."""
+        with self._read_lock:
+            try:
+                return self._reader.execute(
+                    "SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()[0]
+            except psycopg.Error as exc:
+                raise Unavailable(f"{self.path}: {why(exc)}") from None
+
     def head(self) -> int:
         """The last committed seq in the database now (which may be ahead of ``last_seq``)."""
         return self._query(_HEAD, ())[0][0]
