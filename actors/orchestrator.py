@@ -54,6 +54,7 @@ from trio_cap.actors.session.timers import Timeouts
 from trio_cap.events.clock import Clock, SystemClock
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import (
+    TERMINAL_EVENTS,
     AskAnswered,
     CancelRequested,
     CancelScope,
@@ -68,7 +69,7 @@ from trio_cap.events.kinds import (
 )
 from trio_cap.events.log import EventLog, MemoryEventLog
 from trio_cap.events.log.opener import open_log
-from trio_cap.events.projections import State, fold, initial_state
+from trio_cap.events.projections import State, fold, forget, initial_state
 from trio_cap.events.projections.sessions import TERMINAL_STATUSES, SessionView
 
 BUILTIN_AGENT = "cap-agent"
@@ -77,6 +78,25 @@ BUILTIN_AGENT = "cap-agent"
 BUSY_AT_ONCE = 64
 """Default of :attr:`Orchestrator.busy`: sessions starting, closing or taking a command at
 once."""
+
+
+async def _acquire(limiter: trio.CapacityLimiter, token: object) -> None:
+    """Take a slot, passing through the scheduler only when none is free: an uncontended
+    take changes no task's order, so a deterministic run stays byte-identical."""
+    try:
+        limiter.acquire_on_behalf_of_nowait(token)
+    except trio.WouldBlock:
+        await limiter.acquire_on_behalf_of(token)
+
+
+@asynccontextmanager
+async def occupy(limiter: trio.CapacityLimiter) -> AsyncIterator[None]:
+    token = object()
+    await _acquire(limiter, token)
+    try:
+        yield
+    finally:
+        limiter.release_on_behalf_of(token)
 
 
 class UnknownAgent(Exception):
@@ -135,7 +155,7 @@ class Session:
         if self._ref is None:
             raise self._ended(f"cannot {_verb(event)}")
         try:
-            async with self.orch.busy:
+            async with occupy(self.orch.busy):
                 return await request(self._ref, lambda reply: Command(event, reply))
         except SessionEnded:
             await self.orch.caught_up()
@@ -186,7 +206,7 @@ class Session:
         a terminal event in the log raises :class:`SessionEnded`.
         """
         if self._ref is not None:
-            async with self.orch.busy:
+            async with occupy(self.orch.busy):
                 try:
                     await request(self._ref, CloseSession)
                 except SessionEnded:
@@ -253,6 +273,10 @@ class Orchestrator:
         """Who waits for a change: stream → events to set when a fold touches that stream
         (``None``: woken by every fold)."""
         self._watched: set[str] = set()
+        self.keep_finished = False
+        """Whether the live state keeps a finished session's transcript, plan and audit
+        trail (default: no — it keeps its summary and usage; :meth:`session_state` folds
+        the rest from the log on demand)."""
         self.busy = trio.CapacityLimiter(BUSY_AT_ONCE)
         """Sessions starting, closing or taking a command at one time; the rest wait their
         turn.  Work done for every session in the same scheduler round lengthens every
@@ -275,6 +299,10 @@ class Orchestrator:
 
     def _fold(self, batch: list[Envelope]) -> None:
         fold(self.state, batch)
+        if not self.keep_finished:
+            for env in batch:
+                if type(env.event) in TERMINAL_EVENTS:
+                    forget(self.state, env.stream)
         if self._waiters:
             for stream in {env.stream for env in batch}:
                 self._wake(stream)
@@ -317,6 +345,11 @@ class Orchestrator:
             finally:
                 waiters.discard(wake)
         return self.state
+
+    def session_state(self, session_id: str) -> State:
+        """Every projection of one session, folded from its own events in the log (reads
+        only that stream): the detail the live state drops once a session has ended."""
+        return fold(initial_state(), self.log.read(1, session_id))
 
     async def caught_up(self) -> State:
         """Wait until the projection has folded everything the log has acknowledged."""
@@ -460,7 +493,7 @@ class Orchestrator:
         if self.node is not None:
             await self.node.own(sid)  # before the session's first event: never unowned
         token = object()
-        await self.busy.acquire_on_behalf_of(token)  # held until the session is up
+        await _acquire(self.busy, token)  # held until the session is up
         try:
             ref = self.system.spawn(
                 lambda: SessionActor(machine, candidates, self.log, timeouts,

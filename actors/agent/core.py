@@ -99,6 +99,15 @@ class _TurnFailed(Exception):
     pass
 
 
+async def _take_slot(slots: trio.CapacityLimiter, borrower: object) -> None:
+    """Through the scheduler only when no slot is free: an uncontended take reorders no
+    task, so a deterministic run stays byte-identical."""
+    try:
+        slots.acquire_on_behalf_of_nowait(borrower)
+    except trio.WouldBlock:
+        await slots.acquire_on_behalf_of(borrower)
+
+
 class _MaxTurns(Exception):
     """The turn used its ``max_turns`` round trips (one per tool result)."""
 
@@ -218,7 +227,7 @@ class AgentCore:
         try:
             yield
         finally:
-            await slots.acquire_on_behalf_of(self)  # cancelled here: the turn holds none
+            await _take_slot(slots, self)  # cancelled here: the turn holds none
 
     # ---- turns ----------------------------------------------------------------
     async def _turn_worker(self, turns: trio.MemoryReceiveChannel[str]) -> None:
@@ -226,7 +235,7 @@ class AgentCore:
             if self.turn_slots is None:
                 await self._run_turn(prompt)
                 continue
-            await self.turn_slots.acquire_on_behalf_of(self)
+            await _take_slot(self.turn_slots, self)
             try:
                 await self._run_turn(prompt)
             finally:

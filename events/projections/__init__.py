@@ -1,5 +1,12 @@
 """Projections: pure folds from the log to the state every view shows."""
 
-from trio_cap.events.projections.state import PROJECTIONS, State, fold, initial_state
+from trio_cap.events.projections.state import (
+    PROJECTIONS,
+    State,
+    fold,
+    forget,
+    forget_finished,
+    initial_state,
+)
 
-__all__ = ["PROJECTIONS", "State", "fold", "initial_state"]
+__all__ = ["PROJECTIONS", "State", "fold", "forget", "forget_finished", "initial_state"]

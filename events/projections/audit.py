@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import heapq
+
 import msgspec
 
 from trio_cap.events.envelope import Envelope
@@ -31,7 +33,13 @@ class AuditEntry(msgspec.Struct, kw_only=True):
 
 
 class AuditState(msgspec.Struct):
-    entries: list[AuditEntry] = msgspec.field(default_factory=list)
+    by_stream: dict[str, list[AuditEntry]] = msgspec.field(default_factory=dict)
+    """Kept per stream, so a finished session's trail can leave the live state at once
+    (:func:`~trio_cap.events.projections.state.forget`)."""
+
+    def entries(self) -> list[AuditEntry]:
+        """Every stream's entries, in seq order."""
+        return list(heapq.merge(*self.by_stream.values(), key=lambda e: e.seq))
 
 
 def _summary(ev) -> str:
@@ -65,7 +73,7 @@ def _summary(ev) -> str:
 
 
 def _record(state: AuditState, env: Envelope) -> None:
-    state.entries.append(
+    state.by_stream.setdefault(env.stream, []).append(
         AuditEntry(
             seq=env.seq, at=env.at, stream=env.stream, kind=env.kind, summary=_summary(env.event)
         )

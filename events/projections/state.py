@@ -11,7 +11,11 @@ from trio_cap.events.projections.audit import AuditProjection, AuditState
 from trio_cap.events.projections.base import Projection
 from trio_cap.events.projections.pending import PendingProjection, PendingState
 from trio_cap.events.projections.plan import PlanProjection, PlanState
-from trio_cap.events.projections.sessions import SessionsProjection, SessionsState
+from trio_cap.events.projections.sessions import (
+    TERMINAL_STATUSES,
+    SessionsProjection,
+    SessionsState,
+)
 from trio_cap.events.projections.transcript import TranscriptProjection, TranscriptState
 from trio_cap.events.projections.usage import UsageProjection, UsageState
 
@@ -54,6 +58,30 @@ def fold(state: State, envelopes: Iterable[Envelope], skip: Collection[str] = ()
                 handler(part, env)
         last = env.seq
     state.last_seq = last
+    return state
+
+
+def forget(state: State, stream: str) -> State:
+    """Drop a finished session's detail — transcript, plan, pending requests, audit trail —
+    from ``state``, keeping its summary (status, turns, last error) and its usage.
+
+    The live state of a long-running orchestrator then grows with its live sessions, not
+    with its history; the detail is still in the log, one stream read away
+    (``Orchestrator.session_state``)."""
+    state.transcript.messages.pop(stream, None)
+    state.transcript.index.pop(stream, None)
+    state.plan.plans.pop(stream, None)
+    state.pending.permissions.pop(stream, None)
+    state.pending.asks.pop(stream, None)
+    state.audit.by_stream.pop(stream, None)
+    return state
+
+
+def forget_finished(state: State) -> State:
+    """:func:`forget` every session that has ended: what a live orchestrator keeps."""
+    for sid, view in state.sessions.sessions.items():
+        if view.status in TERMINAL_STATUSES:
+            forget(state, sid)
     return state
 
 
