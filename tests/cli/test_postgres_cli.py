@@ -177,3 +177,36 @@ def test_a_database_without_a_log_or_a_bad_url_is_a_usage_error(pg_url, tmp_path
                      "needs a shared postgresql://")
     one_line_failure(cap("log", "migrate", str(tmp_path / "x.caplog")), 2,
                      "give a postgresql:// URL")
+
+
+def test_a_run_rides_out_a_postgresql_restart_and_loses_nothing(pg_server, pg_url, tmp_path):
+    script = tmp_path / "pause.toml"
+    script.write_text('[[turn]]\nsteps = [ { say = "before" }, { wait = 4 }, '
+                      '{ say = "after the restart" } ]\n')
+    run = subprocess.Popen(
+        [*CAP, "run", "--agent", "cap-agent", "--binding", "inproc", "--permissions", "allow",
+         "--cwd", str(tmp_path), "--task", "job", "--script", str(script), "--log", pg_url,
+         "--node", "steady", "--lease", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=ENV)
+    deadline = time.monotonic() + BOUND
+    while True:  # bounded poll: until the turn is under way, then crash the server
+        assert time.monotonic() < deadline and run.poll() is None
+        try:
+            kinds = [e.kind for e in PostgresEventLog(pg_url, readonly=True).read()]
+        except Exception:
+            kinds = []
+        if "session.working" in kinds:
+            break
+        time.sleep(0.1)
+    pg_server.stop("immediate")
+    pg_server.start()
+    _, err = run.communicate(timeout=BOUND)
+    assert run.returncode == 0, err
+    events = shown(pg_url)
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    texts = "".join(e.get("text", "") for e in events if e["kind"] == "cap.text_chunk")
+    assert "before" in texts and "after the restart" in texts
+    kinds = [e["kind"] for e in events]
+    assert "session.completed" in kinds and kinds[-1] == "node.stopped"
+    # the first append after the crash met a dead connection, resolved it and said so
+    assert "the connection was lost during an append" in err and "Traceback" not in err
