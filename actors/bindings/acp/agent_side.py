@@ -231,7 +231,7 @@ class AcpAgentSide:
                 return self._prompt(req, params)
             case f.SetModeParams():
                 return self._set_mode(req, params)
-            case f.SessionIdParams():  # session/close
+            case f.SessionIdParams() if req.method == f.SESSION_CLOSE:
                 session = self.sessions.get(params.session_id)
                 if session is None:
                     return [self._invalid(req, f"no session {params.session_id!r}")]
