@@ -346,3 +346,17 @@ def test_a_yes_no_ask_without_elicitation_becomes_a_permission_request() -> None
         "oneOf": [{"const": "y"}, {"const": "n"}]})), "session/request_permission")
     h.answer(again["id"], {"outcome": {"outcome": "cancelled"}})
     assert h.delivered[sid][-1] == AskUserAnswer(ask_id="ask_2", value=None)
+
+
+def test_after_a_cancel_nothing_more_is_asked_of_the_client() -> None:
+    h = Harness()
+    sid = h.session(client={"fs": {"readTextFile": True}})
+    h.prompt(sid)
+    h.notify("session/cancel", {"sessionId": sid})
+    lines = h.core(sid, WRITE, ASK_WRITE, AskUser(ask_id="ask_1", prompt="q"))
+    assert requests(lines, "session/request_permission") == []
+    assert [r.decision for r in decisions(h, sid)] == ["deny"]
+    assert h.run(h.machine.client_call(1, sid, f.FS_READ, {"sessionId": sid})) == []
+    assert isinstance(h.resolved[1], ClientError)
+    release = h.run(h.machine.client_call(2, sid, f.TERMINAL_RELEASE, {"sessionId": sid}))
+    assert requests(release, f.TERMINAL_RELEASE)  # cleanup still goes out

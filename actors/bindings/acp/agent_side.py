@@ -393,6 +393,12 @@ class AcpAgentSide:
         out: list[Effect] = []
         for event in events:
             match event:
+                case PermissionRequest() if turn.cancelled:  # nothing is asked once cancelled
+                    out += self._decided(session, event.req_id, Verdict(
+                        "deny", "the turn was cancelled", "client"))
+                case AskUser() if turn.cancelled:
+                    answer = AskUserAnswer(ask_id=event.ask_id, value=None)
+                    out += [Record(session.id, (answer,)), Deliver(session.id, (answer,))]
                 case PermissionRequest():
                     out += self._permission(session, turn, event)
                 case AskUser():
@@ -502,7 +508,7 @@ class AcpAgentSide:
         runs (rule 5); the answer comes back as ``Resolve(ticket, …)``."""
         session = self.sessions.get(session_id)
         turn = session.turn if session is not None else None
-        if self._ended or (turn is None and method not in _CLEANUP):
+        if self._ended or ((turn is None or turn.cancelled) and method not in _CLEANUP):
             return [Resolve(ticket, ClientError(f.REQUEST_CANCELLED,
                                                 "the turn is over; nothing was sent"))]
         request_id, data = self.rpc.request(method, params,
