@@ -1,8 +1,13 @@
 """Event log figures: append per fsync policy, replay, and events through one session actor.
 
 Peers measured in the same run, on the same events: ``sqlite3`` (the stdlib,
-WAL, one transaction per batch — what an embedded store usually is) and JSON
-lines (``json.dumps`` + ``write``).  Ratios are trio-cap ÷ peer.
+WAL, one transaction per batch — what an embedded store usually is), the
+``eventsourcing`` library's SQLite recorder (what a Python team would pick for
+an event store), JSON lines (``json.dumps`` + ``write``), and a raw
+length + CRC32 + msgpack write of the same envelopes with nothing else — the
+practical limit of any Python file log.  Ratios are trio-cap ÷ peer.
+Subscriber fan-out: N subscribers tail the log from seq 1 while it is
+appended; events/s delivered to all of them together.
 """
 
 from __future__ import annotations
@@ -85,6 +90,93 @@ def bench_sqlite(tmp: Path, events: list, synchronous: str = "NORMAL") -> float:
     return median_rate(once)
 
 
+def bench_eventsourcing_sqlite(tmp: Path, events: list) -> float:
+    """eventsourcing's SQLiteApplicationRecorder (global order, like our seq), the same
+    msgpack bytes as each stored event's state, one insert_events call per batch."""
+    import uuid
+
+    from eventsourcing.persistence import StoredEvent
+    from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
+
+    bodies = [msgspec.msgpack.encode(ev) for ev in events]
+    originator = uuid.uuid4()
+
+    def once() -> int:
+        path = tmp / "es.sqlite"
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        recorder = SQLiteApplicationRecorder(SQLiteDatastore(str(path)))
+        recorder.create_table()
+        version = 0
+        for i in range(0, len(bodies), BATCH):
+            batch = []
+            for body in bodies[i : i + BATCH]:
+                version += 1
+                batch.append(StoredEvent(originator_id=originator, originator_version=version,
+                                         topic="cap", state=body))
+            recorder.insert_events(batch)
+        return len(bodies)
+
+    return median_rate(once)
+
+
+def bench_raw_write(tmp: Path, events: list) -> float:
+    """The floor of any file log: len + CRC32 + msgpack per batch, one write, fsync per MiB
+    (what fsync=batch does), no index, no seqs handed out, no reader."""
+    import zlib
+
+    encode = msgspec.msgpack.Encoder().encode
+    envs = [[i + 1, 1.0, "sess-bench", 1, ev] for i, ev in enumerate(events)]
+
+    def once() -> int:
+        with open(tmp / "raw.bin", "wb") as f:
+            since = 0
+            for i in range(0, len(envs), BATCH):
+                body = encode(envs[i : i + BATCH])
+                f.write(len(body).to_bytes(4, "little") + zlib.crc32(body).to_bytes(4, "little")
+                        + body)
+                since += len(body)
+                if since >= 1 << 20:
+                    f.flush()
+                    os.fsync(f.fileno())
+                    since = 0
+            f.flush()
+            os.fsync(f.fileno())
+        return len(envs)
+
+    return median_rate(once)
+
+
+async def _fan_out(log, events: list, subscribers: int) -> None:
+    async def tail() -> None:
+        async for batch in log.subscribe(1):
+            if batch[-1].seq >= len(events):
+                return
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(subscribers):
+            nursery.start_soon(tail)
+        for i in range(0, len(events), BATCH):
+            await log.append(events[i : i + BATCH], stream=f"sess-{i % 7}", cause=1)
+            await trio.lowlevel.checkpoint()
+    await log.aclose()
+
+
+def bench_fan_out(tmp: Path, events: list, subscribers: int) -> tuple[float, float]:
+    """Events/s delivered to every subscriber together (appended once, read N times)."""
+    def memory() -> int:
+        trio.run(_fan_out, MemoryEventLog(), events, subscribers)
+        return len(events) * subscribers
+
+    def file() -> int:
+        path = tmp / "fan.caplog"
+        path.unlink(missing_ok=True)
+        trio.run(_fan_out, FileEventLog(path, fsync="batch"), events, subscribers)
+        return len(events) * subscribers
+
+    return median_rate(memory), median_rate(file)
+
+
 def bench_jsonl(tmp: Path, events: list) -> float:
     dicts = [msgspec.to_builtins(ev) for ev in events]
 
@@ -162,16 +254,28 @@ def run(quick: bool = False) -> None:
         sqlite_full = bench_sqlite(tmp, events[: len(events) // 10], "FULL")
         sqlite_rate = bench_sqlite(tmp, events)
         jsonl_rate = bench_jsonl(tmp, events)
+        es_rate = bench_eventsourcing_sqlite(tmp, events)
+        raw_rate = bench_raw_write(tmp, events)
         appends = bench_append(tmp, events)
         print("append")
         row("peer: sqlite3 WAL synchronous=FULL, a commit per batch", sqlite_full)
         row("peer: sqlite3 WAL synchronous=NORMAL, a commit per batch", sqlite_rate)
         row("peer: json.dumps lines + write", jsonl_rate)
+        row("peer: eventsourcing SQLite recorder, call per batch", es_rate)
+        row("limit: raw len+crc32+msgpack, fsync per MiB", raw_rate)
         row("memory log", appends["memory"], sqlite_rate, "vs sqlite NORMAL")
         row("file log, fsync=always", appends["always"], sqlite_full, "vs sqlite FULL")
         row("file log, fsync=batch", appends["batch"], sqlite_rate,
             "vs sqlite NORMAL  (target ≥ 300,000)")
         row("file log, fsync=never", appends["never"], jsonl_rate, "vs json lines")
+        row("file log, fsync=batch", appends["batch"], es_rate, "vs eventsourcing SQLite")
+        row("file log, fsync=batch", appends["batch"], raw_rate, "of the raw-write limit")
+        fan = events[: len(events) // 5]
+        print(f"subscriber fan-out ({len(fan):,} events appended, every subscriber reads all)")
+        for subscribers in (1, 10, 100):
+            memory, file = bench_fan_out(tmp, fan, subscribers)
+            row(f"{subscribers:>3} subscribers, memory log, delivered/s", memory)
+            row(f"{subscribers:>3} subscribers, file log fsync=batch", file)
         decode, folded, sqlite_read = bench_replay(tmp, events)
         print("replay (read + CRC + decode into typed events)")
         row("peer: sqlite3 SELECT + json decode", sqlite_read)
