@@ -20,13 +20,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
+from msgspec import UNSET
 
 from trio_cap.actors.bindings import jsonrpc as rpc
 from trio_cap.actors.bindings.acp import agent_render as render
 from trio_cap.actors.bindings.acp import frames as f
 from trio_cap.actors.bindings.acp.agent_effects import ClientError
 from trio_cap.actors.bindings.stream_json import agent_policy as policy
-from trio_cap.events.kinds import Decision, PermissionRequest, Usage
+from trio_cap.events.kinds import AskUser, Decision, PermissionRequest, Usage
 
 MODES: dict[str, tuple[str, str]] = {
     "default": ("Ask", "Ask before every change and command"),
@@ -163,6 +164,25 @@ def yes_no_answer(value: Any, answers: tuple[str, str]) -> str | None:
     chosen = getattr(getattr(value, "outcome", None), "option_id", "")
     kind = _KIND.get(chosen, "")
     return answers[0] if kind.startswith("allow") else answers[1] if kind else None
+
+
+def question_params(session_id: str, call_id: str, question: str) -> f.RequestPermissionParams:
+    """A yes/no question asked as a permission (for clients without form elicitation)."""
+    return f.RequestPermissionParams(
+        session_id=session_id, options=OPTIONS, tool_call=f.ToolCallFields(
+            tool_call_id=call_id, title=question, kind="other", status="pending"))
+
+
+def elicitation_params(session_id: str, call_id: str | None,
+                       event: AskUser) -> f.ElicitationParams:
+    """An ask as a one-field form: its own form (or text) as the property ``answer``."""
+    prop = dict(event.form) if event.form else {"type": "string"}
+    prop.setdefault("title", event.prompt)
+    return f.ElicitationParams(
+        message=event.prompt, mode="form", session_id=session_id,
+        tool_call_id=call_id if call_id else UNSET,
+        requested_schema={"type": "object", "properties": {ANSWER_KEY: prop},
+                          "required": [ANSWER_KEY]})
 
 
 def prompt_text(blocks: Sequence[f.ContentBlock]) -> str:

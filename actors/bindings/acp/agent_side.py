@@ -105,7 +105,9 @@ from trio_cap.actors.bindings.acp.agent_sessions import (
     Verdict,
     answered,
     decide,
+    elicitation_params,
     prompt_text,
+    question_params,
     turn_meta,
     yes_no,
     yes_no_answer,
@@ -477,10 +479,7 @@ class AcpAgentSide:
     def _ask(self, session: Session, turn: Turn, event: AskUser) -> list[Effect]:
         if "form" not in self.client.elicitation_modes() and yes_no(event.form) is not None:
             # a y/n question (a PTY agent's permission prompt): every client can answer that
-            params = f.RequestPermissionParams(
-                session_id=session.id, options=OPTIONS, tool_call=f.ToolCallFields(
-                    tool_call_id=turn.current or event.ask_id, title=event.prompt,
-                    kind="other", status="pending"))
+            params = question_params(session.id, turn.current or event.ask_id, event.prompt)
             request_id, data = self.rpc.request(f.REQUEST_PERMISSION, params, context=(
                 "yes_no", session.id, event.ask_id, yes_no(event.form)))
             turn.asks.add(request_id)
@@ -489,13 +488,7 @@ class AcpAgentSide:
             answer = AskUserAnswer(ask_id=event.ask_id, value=None,
                                    meta={DECIDED_BY: "the client has no form elicitation"})
             return [Record(session.id, (answer,)), Deliver(session.id, (answer,))]
-        prop = dict(event.form) if event.form else {"type": "string"}
-        prop.setdefault("title", event.prompt)
-        params = f.ElicitationParams(
-            message=event.prompt, mode="form", session_id=session.id,
-            tool_call_id=turn.current if turn.current else UNSET,
-            requested_schema={"type": "object", "properties": {ANSWER_KEY: prop},
-                              "required": [ANSWER_KEY]})
+        params = elicitation_params(session.id, turn.current, event)
         request_id, data = self.rpc.request(f.ELICITATION_CREATE, params,
                                             context=("ask", session.id, event.ask_id))
         turn.asks.add(request_id)
