@@ -95,7 +95,8 @@ async def test_session_new_needs_mcp_servers_and_an_absolute_cwd(tmp_path: Path)
 
 
 async def test_garbage_and_unknown_methods_never_stop_the_agent(tmp_path: Path) -> None:
-    raw = await spawn(tmp_path)
+    log = tmp_path / "agent.caplog"
+    raw = await spawn(tmp_path, "--log", str(log))
     await raw.send(b"this is not json\n", b"\xff\xfe{\n", b"[]\n", INIT,
                    req(1, "no/such_method", {}), req(2, "_vendor/ext", {}),
                    {"jsonrpc": "2.0", "method": "unknown/notification", "params": {}},
@@ -114,7 +115,13 @@ async def test_garbage_and_unknown_methods_never_stop_the_agent(tmp_path: Path) 
     assert "sessionId" in ok["result"]
     code, err = await finish(raw)
     assert code == 0 and "Traceback" not in err
-    assert "bad ACP input" in err  # noted on stderr (and logged as cap.error parse_failed)
+    assert "bad ACP input" in err  # noted on stderr, and logged:
+    shown = await trio.run_process([CAP, "log", "show", "--json", str(log)],
+                                   capture_stdout=True, stdin=subprocess.DEVNULL)
+    records = [json.loads(line) for line in shown.stdout.decode().splitlines()]
+    bad = [r for r in records if r["kind"] == "cap.error" and r["stream"] == "cap-agent.acp"]
+    assert [r["code"] for r in bad] == ["parse_failed"] * 3
+    assert bad[0]["details"]["line"] == "this is not json"
 
 
 async def test_a_second_prompt_while_one_runs_is_refused(tmp_path: Path) -> None:
