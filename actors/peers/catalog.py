@@ -93,6 +93,23 @@ PEERS: dict[str, PeerSpec] = {
             summary="Gemini CLI (stream-json, ACP, PTY)",
         ),
         PeerSpec(
+            name="gemini-a2a-server",
+            installer="npm",
+            package="@google/gemini-cli-a2a-server",
+            # peers.md: the only CLI agent speaking A2A natively (draft spelling, card at
+            # /.well-known/agent-card.json); its core (0.25) is older than the CLI's.
+            version="0.25.2",
+            # Its own bin entry is a symlink to a2a-server.mjs, which starts only when
+            # argv[1]'s basename is "a2a-server.mjs": a launcher runs the file itself.
+            binary="gemini-a2a-server",
+            api="gemini",
+            summary="Gemini CLI's A2A server (A2A 0.3; binds every interface: run it in "
+            "a loopback-only network namespace)",
+            version_args=None,
+            launchers=(("gemini-a2a-server",
+                        "node_modules/@google/gemini-cli-a2a-server/dist/a2a-server.mjs"),),
+        ),
+        PeerSpec(
             name="opencode",
             installer="npm",
             package="opencode-ai",

@@ -203,7 +203,7 @@ def isolated_env(
     files: list[Path] = []
     if name in ("claude-code", "claude-code-acp"):
         _claude(env, home, url, api_key, model, workdir, files)
-    elif name == "gemini-cli":
+    elif name in ("gemini-cli", "gemini-a2a-server"):
         _gemini(env, home, url, api_key, model, files)
     elif name == "opencode":
         _opencode(env, home, url, api_key, model, files)

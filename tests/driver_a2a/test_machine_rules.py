@@ -466,3 +466,25 @@ def test_closed_machine_sends_nothing_and_ignores_late_input() -> None:
     out = d.close()
     assert out == [CloseExchange(rid)]
     assert d.send([inject()]) == [] and feed(d, rid, task()) == []
+
+
+def test_d2_an_artifact_repeating_the_turns_text_is_not_streamed_twice() -> None:
+    d = driver()
+    rid = start(d)
+    out = feed(d, rid, task(), status("TASK_STATE_WORKING", text("hello "), mid="a"),
+               status("TASK_STATE_WORKING", text("world"), mid="b"),
+               artifact("R", text("hello world"), last=True, name="response"),
+               status("TASK_STATE_COMPLETED"))
+    assert "".join(e.text for e in events(out) if type(e) is TextChunk) == "hello world"
+    (art,) = [e for e in events(out) if type(e) is Artifact]
+    assert (art.name, art.size) == ("response", 11)
+
+
+def test_d3_an_artifact_with_a_cap_part_is_that_part() -> None:
+    d = driver()
+    rid = start(d)
+    out = feed(d, rid, task(), artifact("X", text("diff text"), cap_part(
+        "cap.artifact", artifact_id="x1", mime_type="text/x-diff", name="patch",
+        content="diff text"), last=True))
+    (art,) = events(out)
+    assert (art.artifact_id, art.mime_type, art.content) == ("x1", "text/x-diff", "diff text")

@@ -247,6 +247,10 @@ class _Art:
     call_id: str | None = None
     output: list[str] = field(default_factory=list)
     closed: bool = False
+    cap: bool = False
+    """It carries CAP data parts: those are its meaning, its text only their rendering."""
+    quiet: bool = False
+    """Its text repeats what the turn already streamed: not streamed again."""
 
 
 _STOP = {"completed": "end_turn", "canceled": "cancelled", "failed": "error",
@@ -284,6 +288,8 @@ class A2aDriver:
         self.artifacts: dict[str, _Art] = {}
         self.cancel_wanted = False
         self.resubscribes = 0
+        self.turn_text: list[str] = []
+        """The agent-message text this turn streamed (to spot an artifact repeating it)."""
         self.sent_messages = 0
         self.closed = False
 
@@ -331,6 +337,7 @@ class A2aDriver:
         return []
 
     def _begin_turn(self) -> None:
+        self.turn_text = []
         self.turn_open = True
         self.cancel_wanted = False
         self.resubscribes = 0
@@ -477,7 +484,7 @@ class A2aDriver:
                     if au.append and not au.last_chunk and au.task_id == task \
                             and len(parts) == 1 and parts[0].text \
                             and (st := arts.get(art.artifact_id)) is not None \
-                            and st.call_id is None:
+                            and st.call_id is None and not st.cap and not st.quiet:
                         st.count += 1
                         st.closed = False
                         if st is not run_art:
@@ -515,11 +522,12 @@ class A2aDriver:
                 out.append(self._task_request(CANCEL))
         return out
 
-    @staticmethod
-    def _flush(mid: str, run: list[str], st: _Art | None, out: list[Output]) -> None:
+    def _flush(self, mid: str, run: list[str], st: _Art | None, out: list[Output]) -> None:
         text = run[0] if len(run) == 1 else "".join(run)
         if st is not None:
             st.text_bytes += len(text.encode())
+        else:
+            self.turn_text.append(text)
         out.append(TextChunk(message_id=mid, text=text))
 
     def _one(self, rid: int, ex: _Exchange, data: bytes, env: Any, out: list[Output]) -> None:
@@ -591,6 +599,7 @@ class A2aDriver:
             kind, value = part_view(part)
             if kind == TEXT:
                 if value:
+                    self.turn_text.append(value)
                     out.append(TextChunk(message_id=msg.message_id, text=value))
             elif kind == DATA:
                 cap = part_cap_kind(part, value)
@@ -656,12 +665,20 @@ class A2aDriver:
                         out: list[Output]) -> None:
         state.count += len(parts)
         state.closed = False
-        for part in parts:
-            kind, value = part_view(part)
+        views = [part_view(part) for part in parts]
+        if any(k == DATA and part_cap_kind(p, v) is not None
+               for p, (k, v) in zip(parts, views, strict=True)):
+            state.cap = True
+        elif not state.text_bytes and self.turn_text and all(k == TEXT for k, _ in views) \
+                and "".join(v for _, v in views) == "".join(self.turn_text):
+            state.quiet = True  # e.g. a publisher's final "response" artifact of the turn
+        for part, (kind, value) in zip(parts, views, strict=True):
             if kind == TEXT:
                 if not value:
                     continue
                 state.text_bytes += len(value.encode())
+                if state.cap or state.quiet:
+                    continue
                 if state.call_id is not None:
                     state.output.append(value)
                     out.append(ToolCallDelta(call_id=state.call_id, output_chunk=value))
@@ -680,6 +697,8 @@ class A2aDriver:
             self.calls.discard(state.call_id)
             out.append(ToolCallEnd(call_id=state.call_id, output="".join(state.output)))
             return
+        if state.cap:
+            return  # its own cap.artifact (or other CAP events) already said it
         if not state.other:
             if state.text_bytes:
                 out.append(Artifact(artifact_id=aid, mime_type="text/plain",
