@@ -34,6 +34,7 @@ How inputs are recognised, in the order the actor's inbox took them:
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -41,12 +42,7 @@ import attrs
 import msgspec
 
 from trio_cap.actors.bindings.base import AgentBatch, AgentGone, KillAgent, TurnEnded
-from trio_cap.actors.replay.bindings import (
-    REPLAY_BINDINGS,
-    InprocReplay,
-    ReplayBinding,
-    recorded_ids,
-)
+from trio_cap.actors.replay.bindings import REPLAY_BINDINGS, InprocReplay, ReplayBinding
 from trio_cap.actors.session.machine import (
     CancelAgent,
     Close,
@@ -129,6 +125,9 @@ def _show(event: Event) -> str:
     return text if len(text) <= 400 else text[:399] + "…"
 
 
+_FRAMES = (FrameIn, FrameOut)
+
+
 def _untimed(event: Event) -> Event:
     """Frame events compare without their monotonic time (it is the world's, not a decision)."""
     kind = type(event)
@@ -168,7 +167,28 @@ class SessionReplay:
         self.rec = recorded
         self.created: SessionCreated = first  # type: ignore[assignment]
         self.sid = self.created.session_id
-        config = next((e.event for e in recorded if type(e.event) is SessionConfig), None)
+        # one pass over the session for everything the replay needs to know up front
+        config: SessionConfig | None = None
+        name: str | None = None
+        recorded_frames = complete = False
+        self.ids: deque[str] = deque()
+        self.texts: dict[int, str] = {}
+        for env in recorded:
+            ev = env.event
+            kind = type(ev)
+            if kind is FrameOut:
+                recorded_frames = True
+                self.ids.extend(ev.ids)  # type: ignore[attr-defined]
+            elif kind is FrameIn:
+                recorded_frames = True
+            elif kind is InputInjected:
+                self.texts[env.seq] = ev.text  # type: ignore[attr-defined]
+            elif kind is SessionConfig and config is None:
+                config = ev  # type: ignore[assignment]
+            elif kind is SessionStarting and name is None:
+                name = ev.binding  # type: ignore[attr-defined]
+            elif kind in _TERMINAL:
+                complete = True
         policy = PermissionPolicy(name=self.created.permissions,  # type: ignore[arg-type]
                                   allow_high_risk=self.created.allow_high_risk,
                                   human=self.created.human, chosen=self.created.policy_chosen)
@@ -177,18 +197,13 @@ class SessionReplay:
             permission_mode=policy.permission_mode)  # type: ignore[arg-type]
         self.machine = machine_factory(self.created, self.config, policy,
                                        queued_input=self.created.queued_input)
-        name = next((e.event.binding for e in recorded  # type: ignore[attr-defined]
-                     if type(e.event) is SessionStarting), None) or self.created.binding
-        self.recorded_frames = recorded_frames = any(
-            type(e.event) in (FrameIn, FrameOut) for e in recorded)
+        name = name or self.created.binding
+        self.recorded_frames = recorded_frames
         factory = REPLAY_BINDINGS.get(name)
         self.framed = recorded_frames and getattr(factory, "decodes", True)
         """The binding's machine made the agent's events from recorded frames (else the
         events themselves are the inputs: in process, or recorded with --record off)."""
-        self.complete = any(isinstance(e.event, _TERMINAL) for e in recorded)
-        self.ids = recorded_ids(recorded)
-        self.texts = {e.seq: e.event.text for e in recorded  # type: ignore[attr-defined]
-                      if type(e.event) is InputInjected}
+        self.complete = complete
         self.pos = 0
         self.pending: list[Event] = []
         self.binding: ReplayBinding | None = None
@@ -204,9 +219,11 @@ class SessionReplay:
                     raise _LogEnds  # the run was cut here (killed): nothing more to compare
                 raise Divergence(self.sid, None, None, (cause, ev), "the replay goes on")
             expected = rec[self.pos]
-            if type(expected.event) is RunResumed and type(ev) is not RunResumed:
-                raise _CrashCut  # the dead run never logged the rest of this step
-            if expected.cause != cause or _untimed(expected.event) != _untimed(ev):
+            was = expected.event
+            if expected.cause != cause or (was is not ev and was != ev and (
+                    type(was) not in _FRAMES or _untimed(was) != _untimed(ev))):
+                if type(was) is RunResumed:
+                    raise _CrashCut  # the dead run never logged the rest of this step
                 raise Divergence(self.sid, expected.seq, expected, (cause, ev))
             last = expected.seq
             self.pos += 1
@@ -310,12 +327,27 @@ class SessionReplay:
             return True
         if type(ev) is AgentRaw and ev.source == "stderr":  # type: ignore[attr-defined]
             return True
-        if self.framed:
-            return False
-        if type(ev) is PermissionPathsResolved:
-            return self._request_follows(i)
-        return _is_agent(ev) and not self._is_refusal(self.rec[i]) and not (
-            type(ev) is CapError and ev.code in _TIMERS)  # type: ignore[attr-defined]
+        return not self.framed and self._agent_input(i)
+
+    def _agent_input(self, i: int) -> bool:
+        """In process (or unrecorded): whether the event at ``i`` came from the agent."""
+        env = self.rec[i]
+        ev = env.event
+        kind = type(ev)
+        if kind is PermissionPathsResolved:
+            return self._request_follows(i)  # the actor's fact, put before its request
+        return _is_agent(ev) and not self._is_refusal(env) and not (
+            kind is CapError and ev.code in _TIMERS)  # type: ignore[attr-defined]
+
+    def _agent_run(self, i: int) -> list[Event]:
+        """The agent's events from ``i`` on, as one batch (path facts are made again)."""
+        rec, out, n = self.rec, [], len(self.rec)
+        while i < n and self._agent_input(i):
+            ev = rec[i].event
+            if type(ev) is not PermissionPathsResolved:
+                out.append(ev)
+            i += 1
+        return out
 
     def _request_follows(self, i: int) -> bool:
         return i + 1 < len(self.rec) and type(self.rec[i + 1].event) is PermissionRequest
@@ -365,12 +397,8 @@ class SessionReplay:
         if kind is AgentRaw and ev.source == "stderr":  # type: ignore[attr-defined]
             self._absorb([ev])  # the shell's own batch (stderr), not the machine's
             return False
-        if not self.framed and _is_agent(ev) and not self._is_refusal(env) and not (
-                kind is CapError and ev.code in _TIMERS):  # type: ignore[attr-defined]
-            self._absorb([ev])  # in process, unrecorded: the events are their own frames
-            return False
-        if kind is PermissionPathsResolved and not self.framed and self._request_follows(i):
-            self._absorb([self.rec[i + 1].event])  # the actor puts this fact before its request
+        if not self.framed and self._agent_input(i):
+            self._absorb(self._agent_run(i))  # in process, unrecorded: events are their frames
             return False
         if merged:
             return True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 import trio
 
@@ -28,9 +29,14 @@ async def recorded_run(cwd: Path, binding: str, record: str, log=None) -> Memory
         await session.run_turn(TASK)
         await session.run_turn("fail: rate_limit")
         await session.run_turn("run: rm -rf /")
+        await orch.caught_up()
+        # the live projection while the session is open (a finished one's detail leaves it)
+        live = msgspec.to_builtins(orch.state)
         await session.close()
-        state = orch.state
-    log.final_state = state  # type: ignore[attr-defined]
+        await orch.caught_up()
+        final = msgspec.to_builtins(orch.state)
+    log.live_state = live  # type: ignore[attr-defined]
+    log.final_state = final  # type: ignore[attr-defined]
     return log
 
 
@@ -57,7 +63,12 @@ async def test_a_recorded_run_replays_identically(tmp_path, binding, record):
 
 async def test_recording_off_still_replays_its_projections_exactly(tmp_path, autojump_clock):
     log = await recorded_run(tmp_path, "inproc", "off")
-    assert replay(log) == log.final_state  # type: ignore[attr-defined]
+    live = log.live_state  # type: ignore[attr-defined]
+    assert msgspec.to_builtins(replay(log, until=live["last_seq"])) == live
+    final = msgspec.to_builtins(replay(log))
+    for kept in ("sessions", "usage", "last_seq"):  # what the live state keeps at the end
+        assert final[kept] == log.final_state[kept]  # type: ignore[attr-defined]
+    assert check_sessions(group_sessions([log.read()])).events == log.last_seq
 
 
 async def test_a_changed_machine_diverges_at_the_first_event_it_changes(tmp_path):

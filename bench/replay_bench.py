@@ -1,0 +1,136 @@
+"""``python -m bench replay``: ``cap replay --check`` speed on a 1M-event log, and --record's cost.
+
+The log is built from real recorded sessions (inproc and stream-json-shaped:
+a scripted multi-turn session with frames recorded), cloned under new
+session ids until it holds 1,000,000 events, and written as a file log.
+Figures (CPU time, medians of interleaved runs):
+
+* ``--check`` (read + group + replay every session through fresh machines
+  + compare every event) against the projection fold ``cap replay`` does
+  (``events/replay.py``) over the same log: target ≥ 300k events/s;
+* the cost of recording: N in-process sessions with ``--record off`` and
+  ``frames``, same work, events/s and run time.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+
+import msgspec
+import trio
+
+from bench.common import interleaved_rates, row
+from trio_cap.actors.ids import SequentialIds
+from trio_cap.actors.orchestrator import open_orchestrator
+from trio_cap.actors.replay.check import check_sessions, group_sessions
+from trio_cap.events.clock import StepClock
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import SessionCreated
+from trio_cap.events.log import FileEventLog, MemoryEventLog
+from trio_cap.events.replay import replay
+
+TASK = "plan: a; b\nthink: first\nwrite f.txt: hello\nask: pick [x|y]\nsome words here"
+TURNS = (TASK, "write g.txt: more text", "run: ls", "fail: rate_limit", "plain words")
+
+
+async def _one_session(cwd: str, record: str, log: MemoryEventLog | None = None) -> list:
+    log = log or MemoryEventLog(StepClock())
+    async with open_orchestrator(log, clock=StepClock(), ids=SequentialIds()) as orch:
+        orch.record = record  # type: ignore[assignment]
+        session = await orch.start_session(cwd=cwd, permissions="allow")
+        for text in TURNS:
+            await session.run_turn(text)
+        await session.close()
+    return log.read()
+
+
+def _clone(template: list[Envelope], total: int) -> list[tuple[str, int | None, object]]:
+    """(stream, cause, event) rows: the template session again and again, seqs shifted."""
+    rows = []
+    n = len(template)
+    k = 0
+    while len(rows) < total:
+        sid = f"sess-b{k}"
+        shift = k * n
+        for env in template:
+            ev = env.event
+            if type(ev) is SessionCreated:
+                ev = msgspec.structs.replace(ev, session_id=sid)
+            cause = env.cause + shift - (template[0].seq - 1) if env.cause is not None else None
+            rows.append((sid, cause, ev))
+        k += 1
+    return rows[: total - total % n]
+
+
+async def _write(path: str, rows) -> int:
+    async with FileEventLog(path, fsync="never") as log:
+        i = 0
+        while i < len(rows):  # one append per run of same stream and cause, as the actor does
+            j = i
+            while j + 1 < len(rows) and rows[j + 1][:2] == rows[i][:2] and j - i < 4000:
+                j += 1
+            await log.append([r[2] for r in rows[i : j + 1]], stream=rows[i][0],
+                             cause=rows[i][1])
+            i = j + 1
+        return log.last_seq
+
+
+def _windows(log: FileEventLog, size: int = 65536):
+    seq, end = 1, log.last_seq
+    while seq <= end:
+        yield log.read(seq, until=min(end, seq + size - 1))
+        seq += size
+
+
+def run(quick: bool = False) -> None:
+    total = 100_000 if quick else 1_000_000
+    with tempfile.TemporaryDirectory() as tmp:
+        template = [e for e in trio.run(_one_session, tmp, "frames") if e.stream]
+        rows = _clone(template, total)
+        path = os.path.join(tmp, "big.caplog")
+        started = time.perf_counter()
+        events = trio.run(_write, path, rows)
+        del rows
+        print(f"replay: a log of {events:,} events ({events // len(template):,} sessions of "
+              f"{len(template)} recorded events) written in {time.perf_counter() - started:.1f} s")
+
+        def check() -> int:
+            log = FileEventLog(path, readonly=True)
+            try:
+                result = check_sessions(group_sessions(_windows(log)))
+            finally:
+                log.close()
+            assert result.events == events, (result.events, events)
+            return result.events
+
+        def fold() -> int:
+            log = FileEventLog(path, readonly=True)
+            try:
+                return replay(log).last_seq
+            finally:
+                log.close()
+
+        rates = interleaved_rates({"check": check, "fold": fold}, repeat=2 if quick else 3)
+        print("  cap replay --check (read, group, re-run every session, compare every event)")
+        row("replay --check", rates["check"], rates["fold"],
+            "× the projection fold; target ≥ 300,000/s")
+        row("projection fold (cap replay, all projections)", rates["fold"])
+
+        sessions = 20 if quick else 200
+
+        def sessions_with(record: str):
+            async def many() -> int:
+                log = MemoryEventLog(StepClock())
+                for _ in range(sessions):
+                    await _one_session(tmp, record, log)
+                return log.last_seq
+            return lambda: trio.run(many)
+
+        cost = interleaved_rates({"off": sessions_with("off"), "frames": sessions_with("frames")},
+                                 repeat=3)
+        print(f"  recording cost: {sessions} in-process sessions of {len(TURNS)} turns "
+              "(events/s of the whole run, frames counts its frame events too)")
+        row("--record off", cost["off"])
+        row("--record frames", cost["frames"], cost["off"])
