@@ -37,7 +37,8 @@ def _stream_json(data: bytes) -> Callable[[], object]:
 ROWS: list[MachineRow] = [
     MachineRow("stream-json driver", "Claude Code stdout, partial messages (shared corpus)",
                lambda n: stream_json(n, seed=20261202), _stream_json),
-    # ACP (agent-client-protocol) rows go here; A2A's are bench/a2a_frames_bench.py.
+    # ACP's rows are bench/acp_bench.py and A2A's bench/a2a_frames_bench.py (each also
+    # measures its official SDK's parse).
 ]
 
 
@@ -53,8 +54,9 @@ def run(quick: bool = False) -> None:
         rates = _measure(machine, data)
         row(f"{machine.binding}: {machine.traffic}", rates["machine"], rates["json_loads"],
             "vs json.loads")
-    from bench import a2a_frames_bench  # its own rows: it also measures a2a-sdk's parse
+    from bench import a2a_frames_bench, acp_bench  # own rows: they measure the SDKs too
 
+    acp_bench.run(quick=quick)
     a2a_frames_bench.run(quick=quick)
 
 

@@ -494,3 +494,29 @@ def test_overlong_line_is_a_parse_error_and_the_next_line_still_counts() -> None
     out = client.receive_data(b"x" * 200 + b"\n" + result(0, {"protocolVersion": 1}))
     assert of(out, CapError)[0].code == "parse_failed"
     assert written(out)[-1]["method"] == "session/new"
+
+
+def test_a_request_named_session_update_is_answered_not_taken_for_the_notification() -> None:
+    client, _ = ready_client()
+    prompt(client)
+    body = {"sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk",
+                                          "content": {"type": "text", "text": "x"}}}
+    out = client.receive_data(update("agent_message_chunk", content={"type": "text",
+                                                                      "text": "a"})
+                              + request(7, "session/update", body))
+    assert [t.text for t in of(out, TextChunk)] == ["a"]
+    assert written(out)[0]["id"] == 7 and written(out)[0]["error"]["code"] == -32601
+
+
+def test_consecutive_chunks_of_one_read_are_one_event_with_the_same_text() -> None:
+    client, _ = ready_client()
+    prompt(client)
+    lines = b"".join(update("agent_message_chunk", content={"type": "text", "text": w},
+                            messageId="m") for w in ("a", "b", "c"))
+    whole = of(client.receive_data(lines), TextChunk)
+    client2, _ = ready_client()
+    prompt(client2)
+    split = [e for i in range(len(lines)) for e in of(client2.receive_data(lines[i:i + 1]),
+                                                      TextChunk)]
+    assert [t.text for t in whole] == ["abc"]
+    assert "".join(t.text for t in split) == "abc" and {t.message_id for t in split} == {"m"}

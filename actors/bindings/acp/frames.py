@@ -106,10 +106,10 @@ class EmbeddedResource(_Wire, tag_field="type", tag="resource"):
 ContentBlock = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
 
 
-def content_text(block: ContentBlock) -> str:
+def content_text(block: Any) -> str:
     """What a content block says as text (a resource's text, a link's uri), for CAP events."""
     kind = type(block)
-    if kind is TextContent:
+    if kind is TextContent or kind is TextView:
         return block.text  # type: ignore[union-attr]
     if kind is ResourceLink:
         return block.uri  # type: ignore[union-attr]
@@ -817,17 +817,49 @@ CLIENT_RESULTS: dict[str, type] = {
 # ---- the hot path: a whole read of session/update lines in one decode ------------------------
 
 
-class UpdateMessage(_Wire, tag_field="method", tag=SESSION_UPDATE):
+class TextView(_Wire, tag_field="type", tag="text"):
+    """A text block as the hot path reads it: the text only."""
+
+    text: str
+
+
+ContentView = TextView | ImageContent | AudioContent | ResourceLink | EmbeddedResource
+
+
+class MessageChunkView(_Update, tag="agent_message_chunk"):
+    """An ``agent_message_chunk`` as the hot path reads it (no ``_meta``: nothing uses it)."""
+
+    content: ContentView
+    message_id: str | UnsetType | None = UNSET
+
+
+class ThoughtChunkView(_Update, tag="agent_thought_chunk"):
+    content: ContentView
+    message_id: str | UnsetType | None = UNSET
+
+
+UpdateView = (MessageChunkView | ThoughtChunkView | UserMessageChunk | ToolCall | ToolCallUpdate
+              | Plan | AvailableCommandsUpdate | CurrentModeUpdate | ConfigOptionUpdate
+              | SessionInfoUpdate | UsageUpdate)
+"""The update union of the block decoder: the two chunk kinds (96 % of real traffic) as
+narrower views, the rest as themselves; readers treat a view as the frame it views."""
+
+
+class NotificationView(_Wire):
+    session_id: str
+    update: UpdateView
+
+
+class UpdateMessage(_Wire, tag_field="method", tag=SESSION_UPDATE, forbid_unknown_fields=True):
     """One ``session/update`` notification line, decoded with its params in one pass.
 
-    ``id`` is read so that a *request* named ``session/update`` (a broken peer)
-    is not mistaken for the notification: the machine sends such lines down the
-    slow path.
+    Nothing but ``jsonrpc``, ``method`` and ``params`` is allowed, so a *request*
+    named ``session/update`` (an ``id``: a broken peer) or any other odd line makes
+    the block go line by line, where JSON-RPC classifies it.
     """
 
-    jsonrpc: str
-    params: SessionNotification
-    id: int | str | UnsetType | None = UNSET
+    jsonrpc: Literal["2.0"]
+    params: NotificationView
 
 
 _updates = msgspec.json.Decoder(list[UpdateMessage])

@@ -118,6 +118,8 @@ from trio_cap.events.kinds import (
     Event,
     PermissionResponse,
     StopReason,
+    TextChunk,
+    Thought,
     Usage,
     UserInputInject,
 )
@@ -500,24 +502,73 @@ class AcpClient:
         self.state = ClientState.CLOSED
 
     def _translate(self, lines: Lines[Any]) -> list[Output]:
+        """The hot loop: one pass over a read's messages, text chunks handled inline.
+
+        A *run* is consecutive text chunks of one message (or thought) in one read:
+        they become one event, as the stream-json driver joins its deltas (text
+        boundaries carry no meaning; the text is the same).  Everything else goes
+        through :meth:`_update` or the handler table.
+        """
         out: list[Output] = []
-        update_t = f.UpdateMessage
-        for i, item in enumerate(lines.items):
+        update_t, text_t = f.UpdateMessage, f.TextView
+        message_t, thought_t = f.MessageChunkView, f.ThoughtChunkView
+        run_kind: type | None = None
+        run_id: Any = None
+        parts: list[str] = []
+        live = self._chunks_live()
+        sid = self.session_id
+        append = parts.append
+        for item in lines.items:
             kind = type(item)
-            if kind is update_t:
-                if item.id is UNSET and item.jsonrpc == "2.0":
-                    self._update(item.params, out)
+            if kind is update_t:  # the block decoder's: a notification, nothing else
+                params = item.params
+                update = params.update
+                ukind = type(update)
+                if ukind is run_kind:  # the hottest case: the run goes on (so: live)
+                    content = update.content
+                    if (type(content) is text_t and update.message_id == run_id
+                            and params.session_id == sid):
+                        append(content.text)
+                        continue
+                if ((ukind is message_t or ukind is thought_t) and live
+                        and type(update.content) is text_t and params.session_id == sid):
+                    if run_kind is not None:
+                        self._flush(run_kind, run_id, parts, out)
+                    run_kind, run_id, parts = ukind, update.message_id, [update.content.text]
+                    append = parts.append
                     continue
-                item = self.rpc.receive(lines.raw(i))  # a request with that name: slow path
-                kind = type(item)
+                if run_kind is not None:
+                    self._flush(run_kind, run_id, parts, out)
+                    run_kind = None
+                self._update(params, out)
+                continue
+            if run_kind is not None:
+                self._flush(run_kind, run_id, parts, out)
+                run_kind = None
             handler = _HANDLERS.get(kind)
             if handler is not None:
                 handler(self, item, out)
             elif kind is BadLine:
                 out.append(_unreadable(item.reason, item.raw, item.size))
+            live = self._chunks_live()  # a handler may have ended the turn or opened one
+            sid = self.session_id
+        if run_kind is not None:
+            self._flush(run_kind, run_id, parts, out)
         return out
 
-    def _update(self, params: f.SessionNotification | f.LooseNotification,
+    def _chunks_live(self) -> bool:
+        """Text chunks become events now (a turn runs; no history is being replayed)."""
+        return self._prompt is not None and not self._loading and self.session_id is not None
+
+    def _flush(self, kind: type, message_id: Any, parts: list[str], out: list[Output]) -> None:
+        text = parts[0] if len(parts) == 1 else "".join(parts)
+        if not text:
+            return  # claude-code-acp opens every message with an empty chunk
+        mid = message_id if isinstance(message_id, str) else f"turn_{self._turn}"
+        event = TextChunk if kind is f.MessageChunkView else Thought
+        out.append(event(message_id=mid, text=text))
+
+    def _update(self, params: f.SessionNotification | f.LooseNotification | f.NotificationView,
                 out: list[Output]) -> None:
         if self.session_id is not None and params.session_id != self.session_id:
             out.append(raw_value("other_session", params))

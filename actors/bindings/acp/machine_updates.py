@@ -62,6 +62,10 @@ RAW_LIMIT = 64 * 1024
 """Characters of an unmapped frame kept in the log (the rest is counted, not stored)."""
 
 _FINISHED = frozenset({"completed", "failed"})
+_CHUNKS = frozenset({f.AgentMessageChunk, f.AgentThoughtChunk, f.MessageChunkView,
+                     f.ThoughtChunkView})
+_THOUGHTS = frozenset({f.AgentThoughtChunk, f.ThoughtChunkView})
+_TEXTS = frozenset({f.TextContent, f.TextView})
 _to_builtins = msgspec.to_builtins
 
 
@@ -151,13 +155,13 @@ class UpdateMapper:
     def map(self, update: Any, message_id: str) -> list[Event]:
         """One update → its events; ``message_id`` is the turn's id for chunks without one."""
         kind = type(update)
-        if kind is f.AgentMessageChunk or kind is f.AgentThoughtChunk:
+        if kind in _CHUNKS:
             content = update.content
             mid = update.message_id if isinstance(update.message_id, str) else message_id
-            if type(content) is f.TextContent:
+            if type(content) in _TEXTS:
                 if not content.text:
                     return []  # claude-code-acp opens every message with an empty chunk
-                event = TextChunk if kind is f.AgentMessageChunk else Thought
+                event = Thought if kind in _THOUGHTS else TextChunk
                 return [event(message_id=mid, text=content.text)]
             return [self._non_text(update)]
         if kind is f.ToolCallUpdate:

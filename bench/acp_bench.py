@@ -1,0 +1,112 @@
+"""The ACP rows of ``python -m bench frames``: ``session/update`` lines → CAP core events.
+
+Traffic: ``../shared/corpus/gen_acp.py`` (message and thought chunks, tool
+calls and updates with diffs, plans, usage, commands), NDJSON as an ACP agent
+writes it, read in 256 KiB reads as the connector does.
+
+Measured in the same run, in turns, CPU time, per line:
+
+* ``json.loads`` of each line (no typing: the baseline);
+* **the official Python SDK 0.12.1** (``agent-client-protocol``): ``json.loads``
+  + ``SessionNotification.model_validate`` of the params (pydantic), what its
+  connection does with each notification before a client sees it;
+* **trio-cap**: the bytes through the client machine (``AcpClient``: the kit's
+  framer, one msgspec decode per read, the update mapping) out as CAP events
+  (``cap.text_chunk``, ``cap.thought``, ``cap.tool_call.*``, ``cap.plan``,
+  ``cap.usage``, ``agent.raw``), with a prompt running so every update is a
+  turn's.
+
+The corpus's session ids are rewritten (untimed) to the one session the
+machine opened, so every line is matched as it is in a live session.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+
+from bench.common import interleaved_rates, row
+from bench.corpus import CorpusMissing, generator
+
+READ = 256 * 1024
+SESSION = "sess_bench"
+_SID = re.compile(rb'"sessionId":"[^"]*"')
+
+
+def corpus(n_lines: int, seed: int = 20261203) -> bytes:
+    lines = generator("gen_acp").generate(n_lines, seed)
+    data = ("\n".join(lines) + "\n").encode()
+    return _SID.sub(b'"sessionId":"' + SESSION.encode() + b'"', data)
+
+
+def new_client() -> object:
+    """A client through initialize and session/new, with a prompt running."""
+    from trio_cap.actors.bindings.acp.machine import AcpClient, ClientOptions
+    from trio_cap.events.kinds import ContentBlock, UserInputInject
+
+    client = AcpClient(ClientOptions(cwd="/home/dev"))
+    client.initialize()
+    client.receive_data(b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}\n')
+    client.receive_data(b'{"jsonrpc":"2.0","id":1,"result":{"sessionId":"' + SESSION.encode()
+                        + b'"}}\n')
+    client.send(UserInputInject(content=(ContentBlock(text="go"),)))
+    assert client.turn_running
+    return client
+
+
+def _ours(data: bytes) -> Callable[[], int]:
+    reads = [data[i:i + READ] for i in range(0, len(data), READ)]
+
+    def drive() -> int:
+        client = new_client()
+        feed = client.receive_data  # type: ignore[attr-defined]
+        return sum(len(feed(chunk)) for chunk in reads)
+
+    return drive
+
+
+def _sdk(lines: list[bytes]) -> Callable[[], int]:
+    from acp.schema import SessionNotification
+
+    loads = json.loads
+    validate = SessionNotification.model_validate
+
+    def parse() -> int:
+        n = 0
+        for line in lines:
+            message = loads(line)
+            validate(message["params"])
+            n += 1
+        return n
+
+    return parse
+
+
+def run(quick: bool = False) -> None:
+    n = 40_000 if quick else 200_000
+    try:
+        data = corpus(n)
+    except CorpusMissing as exc:
+        raise SystemExit(f"bench frames: acp: {exc}") from None
+    lines = [line for line in data.splitlines() if line.strip()]
+    loads = json.loads
+    ours = _ours(data)
+    produced = ours()
+    rates = interleaved_rates({
+        "json_loads": lambda: sum(1 for line in lines if loads(line)),
+        "sdk": _sdk(lines),
+        "ours": lambda: (ours(), len(lines))[1],
+    })
+    print(f"acp: {len(lines):,} session/update lines of ACP v1 traffic (shared corpus), "
+          f"{produced:,} CAP events; lines/s, medians of 5 in turns, CPU time")
+    base, sdk = rates["json_loads"], rates["sdk"]
+    row("  json.loads of each line", base)
+    row("  ACP Python SDK 0.12.1 (json.loads + pydantic model_validate)", sdk, base,
+        "vs json.loads")
+    row("  trio-cap: ACP bytes → CAP events (AcpClient)", rates["ours"], base, "vs json.loads")
+    print(f"      = {rates['ours'] / sdk:.1f}× the official SDK (target ≥ 8×)")
+
+
+if __name__ == "__main__":
+    run()
