@@ -6,7 +6,8 @@ import argparse
 import importlib
 
 BENCHES = {"log": "bench.log_bench", "stream-json": "bench.stream_json_bench",
-           "frames": "bench.frames_bench", "sessions": "bench.sessions_bench", "pty": "bench.pty_bench",
+           "frames": "bench.frames_bench", "sessions": "bench.sessions_bench",
+           "pty": "bench.pty_bench",
            "a2a": "bench.a2a_serve_bench",
            "acp-agent": "bench.acp_agent_bench", "replay": "bench.replay_bench"}
 
