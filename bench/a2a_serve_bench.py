@@ -2,8 +2,8 @@
 
 One ``cap serve a2a`` server (in this process, on hypercorn's Trio worker)
 publishes cap-agent with a script whose turn waits a moment and then says
-``WORDS`` words one chunk each (one ``cap.text_chunk`` → one A2A status
-update per word).  One caller starts the turn with ``message/stream``; N-1
+``WORDS`` words one chunk each (one ``cap.text_chunk`` → one appended
+artifact part, one SSE event, per word).  One caller starts the turn with ``message/stream``; N-1
 more subscribe to the task (``tasks/resubscribe``) during the wait.  Every
 subscriber reads raw SSE bytes over its own HTTP connection and counts
 ``data:`` events to the final one.
@@ -102,7 +102,7 @@ def run(quick: bool = False) -> None:
     words = 2_000 if quick else 20_000
     fanout = (1, 4) if quick else (1, 10, 50)
     repeat = 1 if quick else 3
-    print(f"a2a publisher: one session's turn ({words:,} text chunks → status updates) "
+    print(f"a2a publisher: one session's turn ({words:,} text chunks → appended artifact parts) "
           f"streamed over SSE, medians of {repeat}")
     print(f"  {'subscribers':<14} {'events/s (all)':>16} {'per subscriber':>16} "
           f"{'× 1 subscriber':>15}  events each")

@@ -144,6 +144,31 @@ def spelling(request: pytest.FixtureRequest) -> str:
 CAP = [sys.executable, "-m", "trio_cap.actors.cli"]
 
 
+@asynccontextmanager
+async def serving(args: list[str], cwd: Path, env: dict[str, str] | None = None,
+                  ) -> AsyncIterator[tuple[trio.Process, str]]:
+    """A real ``cap serve a2a ARGS`` process and its base URL, from its first stdout line;
+    killed on every way out that did not end it."""
+    proc = await trio.lowlevel.open_process(
+        [*CAP, "serve", "a2a", "--listen", "127.0.0.1:0", *args], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=cwd, env=env)
+    try:
+        assert proc.stdout is not None
+        out = b""
+        with trio.fail_after(BOUND):
+            while b"\n" not in out:
+                chunk = await proc.stdout.receive_some(4096)
+                assert chunk, "cap serve a2a exited before it listened"
+                out += chunk
+        line = out.decode().splitlines()[0]
+        assert line.startswith("cap serve a2a: listening on http://127.0.0.1:"), line
+        yield proc, line.split()[5]
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
 def run_cap(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CAP, *args], capture_output=True, text=True, timeout=BOUND,
                           cwd=cwd, stdin=subprocess.DEVNULL)

@@ -15,4 +15,4 @@ def test_a2a_bench_quick_runs_and_prints() -> None:
     assert out.returncode == 0, out.stderr
     rows = [line.split() for line in out.stdout.splitlines() if line.strip()[:1].isdigit()]
     assert [row[0] for row in rows] == ["1", "4"]
-    assert all(row[-1] == "2,002" for row in rows)  # every subscriber got every event
+    assert all(row[-1] == "2,001" for row in rows)  # every subscriber got every event

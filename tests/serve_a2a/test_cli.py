@@ -15,13 +15,13 @@ from a2a.types import GetTaskRequest
 
 from tests.serve_a2a.conftest import (
     BOUND,
-    CAP,
     TOKEN,
     ids_of,
     in_thread,
     last_state,
     run_cap,
     sdk_client,
+    serving,
     texts_of,
     user_message,
 )
@@ -97,31 +97,14 @@ def test_help_explains_the_command(tmp_path: Path) -> None:
         assert needle in result.stdout, needle
 
 
-async def _serving(tmp_path: Path, *extra: str) -> tuple[trio.Process, str]:
-    proc = await trio.lowlevel.open_process(
-        [*CAP, "serve", "a2a", "--listen", "127.0.0.1:0", "--agent", "cap-agent", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-        cwd=tmp_path)
-    assert proc.stdout is not None
-    out = b""
-    with trio.fail_after(BOUND):
-        while b"\n" not in out:
-            chunk = await proc.stdout.receive_some(4096)
-            assert chunk, "cap serve a2a exited before it listened"
-            out += chunk
-    line = out.decode().splitlines()[0]
-    assert line.startswith("cap serve a2a: listening on http://127.0.0.1:"), line
-    return proc, line.split()[5]
-
-
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 0), (signal.SIGINT, 130)])
 async def test_a_published_agent_serves_a_turn_then_stops_cleanly(
         tmp_path: Path, signum: int, code: int) -> None:
     tokens = tmp_path / "tokens"
     tokens.write_text(f"alice {TOKEN}\n")
     log = tmp_path / "serve.caplog"
-    proc, url = await _serving(tmp_path, "--token-file", str(tokens), "--log", str(log))
-    try:
+    async with serving(["--agent", "cap-agent", "--token-file", str(tokens), "--log",
+                        str(log)], tmp_path) as (proc, url):
         async def flow():
             client = await sdk_client(url, TOKEN)
             done = [ev async for ev in client.send_message(user_message("hello"))]
@@ -137,10 +120,6 @@ async def test_a_published_agent_serves_a_turn_then_stops_cleanly(
         proc.send_signal(signum)
         with trio.fail_after(BOUND):
             assert await proc.wait() == code
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
     assert proc.stderr is not None
     stderr = (await proc.stderr.receive_some(65536)).decode()
     assert "Traceback" not in stderr, stderr

@@ -9,7 +9,6 @@ A missing peer fails the test (CI installs it first).
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,11 +17,11 @@ import trio
 from tests.harness.conftest import PeerFactory, model_server, peer  # noqa: F401
 from tests.serve_a2a.conftest import (
     BOUND,
-    CAP,
     ids_of,
     in_thread,
     last_state,
     sdk_client,
+    serving,
     texts_of,
     user_message,
 )
@@ -44,21 +43,8 @@ async def test_sdk_client_drives_real_claude_with_a_permission_round_trip(
                        "file_path": str(target), "content": "yes from claude\n"}}],
                    "then": {"text": "Finished yes."}}]}))
     log = tmp_path / "served.caplog"
-    proc = await trio.lowlevel.open_process(
-        [*CAP, "serve", "a2a", "--listen", "127.0.0.1:0", "--agent", "claude-code",
-         "--binding", "stream-json", "--log", str(log)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-        cwd=workdir, env=penv.env)
-    try:
-        assert proc.stdout is not None
-        out = b""
-        with trio.fail_after(BOUND):
-            while b"\n" not in out:
-                chunk = await proc.stdout.receive_some(4096)
-                assert chunk, "cap serve a2a exited before it listened"
-                out += chunk
-        url = out.decode().split()[5]
-
+    async with serving(["--agent", "claude-code", "--binding", "stream-json", "--log",
+                        str(log)], workdir, env=penv.env) as (proc, url):
         async def flow():
             client = await sdk_client(url)
             hello = [ev async for ev in client.send_message(user_message("say hello"))]
@@ -85,10 +71,6 @@ async def test_sdk_client_drives_real_claude_with_a_permission_round_trip(
         proc.terminate()
         with trio.fail_after(BOUND):
             assert await proc.wait() == 0
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
     reader = FileEventLog(log, readonly=True)
     try:
         events = [e.event for e in reader.read(1)]

@@ -10,12 +10,11 @@ offers both (the driver picks 1.0) or only 0.3.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import trio
 
-from tests.serve_a2a.conftest import BOUND, CAP, TOKEN, publish, run_cap
+from tests.serve_a2a.conftest import BOUND, TOKEN, publish, run_cap, serving
 from trio_cap.actors.orchestrator import open_orchestrator
 from trio_cap.events.kinds import (
     AskAnswered,
@@ -90,32 +89,16 @@ async def test_cap_run_drives_a_published_agent_process(tmp_path: Path) -> None:
     """``cap run --agent a2a:URL --token-file F`` against a ``cap serve a2a`` process."""
     tokens = tmp_path / "tokens"
     tokens.write_text(f"alice {TOKEN}\n")
-    proc = await trio.lowlevel.open_process(
-        [*CAP, "serve", "a2a", "--listen", "127.0.0.1:0", "--agent", "cap-agent",
-         "--token-file", str(tokens), "--log", str(tmp_path / "up.caplog")],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-        cwd=tmp_path)
-    try:
-        assert proc.stdout is not None
-        out = b""
-        with trio.fail_after(BOUND):
-            while b"\n" not in out:
-                chunk = await proc.stdout.receive_some(4096)
-                assert chunk, "cap serve a2a exited before it listened"
-                out += chunk
-        url = out.decode().split()[5]
+    async with serving(["--agent", "cap-agent", "--token-file", str(tokens), "--log",
+                        str(tmp_path / "up.caplog")], tmp_path) as (proc, url):
         token_file = tmp_path / "token"
         token_file.write_text(TOKEN + "\n")
         result = await trio.to_thread.run_sync(lambda: run_cap(
             ["run", "--agent", f"a2a:{url}", "--token-file", str(token_file), "--task",
              "hello from afar", "--log", str(tmp_path / "down.caplog"), "--json"], tmp_path))
-    finally:
         proc.terminate()
-        with trio.move_on_after(BOUND):
-            await proc.wait()
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+        with trio.fail_after(BOUND):
+            assert await proc.wait() == 0
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     text = "".join(e["text"] for e in events if e["kind"] == "cap.text_chunk")

@@ -75,14 +75,11 @@ class A2aApp:
         """Calls served, by JSON-RPC method (which spelling clients really speak)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+        if scope["type"] == "lifespan":  # nothing to set up: acknowledge both phases
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
         if scope["type"] != "http":
             return
         started = [False]
@@ -270,36 +267,36 @@ class _Call:
         await self.result(wire.task_result(task, self.spelling, options.history_length,
                                            wrapped=True))
 
-    async def get(self, _streaming: bool) -> None:
+    async def _query(self) -> wire.TaskQuery | None:
         query = wire.task_query(self.spelling, self.request)
         if isinstance(query, RpcFault):
             await self.error(query)
-            return
-        task = self.publisher.machine.task_for(self.owner, query.id)
+            return None
+        return query
+
+    async def get(self, _streaming: bool) -> None:
+        query = await self._query()
+        task = self.publisher.machine.task_for(self.owner, query.id) if query else None
         if isinstance(task, RpcFault):
             await self.error(task)
-            return
-        await self.result(wire.task_result(task, self.spelling, query.history_length))
+        elif task is not None and query is not None:
+            await self.result(wire.task_result(task, self.spelling, query.history_length))
 
     async def cancel(self, _streaming: bool) -> None:
-        query = wire.task_query(self.spelling, self.request)
-        if isinstance(query, RpcFault):
-            await self.error(query)
-            return
-        task = await self.publisher.cancel(self.owner, query.id)
+        query = await self._query()
+        task = await self.publisher.cancel(self.owner, query.id) if query else None
         if isinstance(task, RpcFault):
             await self.error(task)
-            return
-        await self.result(wire.task_result(task, self.spelling))
+        elif task is not None:
+            await self.result(wire.task_result(task, self.spelling))
 
     async def subscribe(self, _streaming: bool) -> None:
-        query = wire.task_query(self.spelling, self.request)
-        if isinstance(query, RpcFault):
-            await self.error(query)
-            return
-        task = self.publisher.machine.subscribe(self.owner, query.id)
+        query = await self._query()
+        task = self.publisher.machine.subscribe(self.owner, query.id) if query else None
         if isinstance(task, RpcFault):
             await self.error(task)
+            return
+        if task is None:
             return
         last = self.headers.get("last-event-id", "")
         if last.isdigit() and int(last) < len(task.updates):
