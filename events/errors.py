@@ -69,6 +69,11 @@ TRIO_CAP_CODES: dict[str, str] = {
     "idle_timeout": "The agent was silent for the idle timeout during a turn, which was cancelled",
     "node_lost": "The node running the session stopped heartbeating (its lease lapsed) and "
                  "another node took the session over without resuming it",
+    "a2a_http_error": "The A2A agent answered a request with an HTTP error status",
+    "a2a_rpc_error": "The A2A agent answered a request with a JSON-RPC error",
+    "a2a_unreachable": "The A2A agent could not be reached",
+    "a2a_timeout": "The A2A agent did not answer, or its stream fell silent, within the timeout",
+    "a2a_stream_lost": "An A2A stream broke and could not be resumed (resubscribe failed)",
 }
 """trio-cap's own string codes, used where CAP defines none."""
 
