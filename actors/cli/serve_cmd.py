@@ -102,6 +102,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                      "a proxy (default http://HOST:PORT)")
     a2a.add_argument("--max-sessions", type=int, default=64, metavar="N",
                      help="conversations open at once (default 64; more are refused)")
+    a2a.add_argument("--idle-close", type=float, default=1800.0, metavar="S",
+                     help="close a conversation's session (ending its agent) after S seconds "
+                     "without a task or a call (default 1800; 0: never); later messages to "
+                     "it are refused")
     a2a.add_argument("--max-request-bytes", type=int, default=4 * 1024 * 1024, metavar="N",
                      help="largest JSON-RPC body (default 4 MiB; larger gets HTTP 413)")
     a2a.set_defaults(func=serve_a2a)
@@ -147,6 +151,8 @@ def serve_a2a(args: argparse.Namespace) -> int:
     if tokens is None and not is_loopback(host):
         raise UsageError(f"--listen {args.listen}: refusing to serve a non-loopback address "
                          "without --token-file (anyone who can reach it could drive the agent)")
+    if not args.idle_close >= 0:
+        raise UsageError(f"--idle-close {args.idle_close}: give seconds >= 0 (0: never)")
     for flag, value in (("--max-sessions", args.max_sessions),
                         ("--max-request-bytes", args.max_request_bytes)):
         if value < 1:
@@ -179,7 +185,8 @@ async def _serve(args: argparse.Namespace, agent, log, bound,
     options = SessionOptions(binding=args.binding, cwd=cwd, model=args.model, script=script,
                              permissions=args.permissions,
                              allow_high_risk=args.allow_high_risk,
-                             max_sessions=args.max_sessions)
+                             max_sessions=args.max_sessions,
+                             idle_close=args.idle_close or None)
     exit_code = EXIT_OK
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with log, open_orchestrator(log) as orch:

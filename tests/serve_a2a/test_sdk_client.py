@@ -345,3 +345,33 @@ async def test_a_token_sees_only_its_own_tasks(tmp_path: Path, spelling: str) ->
         refusals, still = await in_thread(flow)
         assert refusals == ["TaskNotFoundError"] * 3
         assert state_name(still.status.state) == "TASK_STATE_INPUT_REQUIRED"
+
+
+async def test_an_idle_conversation_is_closed(tmp_path: Path) -> None:
+    import trio
+
+    from trio_cap.actors.bindings.a2a.serve_sessions import SessionOptions
+
+    options = SessionOptions(cwd=str(tmp_path), idle_close=0.3)
+    async with publish(tmp_path, options=options) as pub:
+        async def first():
+            client = await sdk_client(pub.url)
+            events = [ev async for ev in client.send_message(user_message("hi"))]
+            await client.close()
+            return events
+
+        _, context = ids_of(await in_thread(first))
+        with trio.fail_after(30):
+            await pub.orch.wait_until(
+                lambda s: s.sessions.sessions[context].status == "completed")
+
+        async def again():
+            client = await sdk_client(pub.url)
+            try:
+                async for _ in client.send_message(user_message("more", context_id=context)):
+                    pass
+            except A2AError as exc:
+                return type(exc).__name__
+            return "accepted"
+
+        assert await in_thread(again) == "UnsupportedOperationError"

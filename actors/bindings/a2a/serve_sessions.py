@@ -56,6 +56,9 @@ class SessionOptions:
     max_sessions: int = 64
     cancel_wait: float = 30.0
     """Seconds ``tasks/cancel`` waits for the turn to end before answering with its state."""
+    idle_close: float | None = 1800.0
+    """Seconds a conversation with no task running may sit unused before its session is
+    closed (its agent process ended); later messages to it are refused (None: never)."""
 
 
 class Publisher:
@@ -71,6 +74,10 @@ class Publisher:
         self.closing = trio.Event()
         self._nursery = nursery
         self._changed = trio.Event()
+        self._used: dict[str, float] = {}
+        """context → when it last did anything (a call or an event), on Trio's clock."""
+        if options.idle_close is not None:
+            nursery.start_soon(self._close_idle, options.idle_close)
 
     # ---- calls -------------------------------------------------------------------------
 
@@ -83,6 +90,7 @@ class Publisher:
         plan = self.machine.send(owner, message)
         if isinstance(plan, RpcFault):
             return plan
+        self._used[plan.context_id] = trio.current_time()
         for action in plan.actions:
             fault = await self._carry_out(action, plan)
             if fault is not None:
@@ -157,9 +165,28 @@ class Publisher:
 
     async def _pump(self, context_id: str, session: Session) -> None:
         async for batch in self.orch.log.subscribe(1, session.id):
+            self._used[context_id] = trio.current_time()
             self._publish(self.machine.on_envelopes(context_id, batch))
             if any(isinstance(env.event, TERMINAL_EVENTS) for env in batch):
                 return
+
+    async def _close_idle(self, idle: float) -> None:
+        """Close the sessions of conversations idle for ``idle`` seconds (not mid-task)."""
+        while True:
+            await trio.sleep(max(idle / 4, 0.05))
+            now = trio.current_time()
+            for context in list(self.machine.contexts.values()):
+                session = self.sessions.get(context.id)
+                if context.ended is not None or context.active is not None or \
+                        session is None or now - self._used.get(context.id, now) < idle:
+                    continue
+                self.machine.end_context(context.id, f"closed after {idle:g} s without use",
+                                         self.orch.clock.now())
+                self._used.pop(context.id, None)
+                try:
+                    await session.close()
+                except SessionEnded:
+                    pass
 
     def _publish(self, updates: list[Update]) -> None:
         if updates:
