@@ -31,14 +31,13 @@ from trio_cap.actors.bindings.a2a.serve_server import open_a2a_server
 from trio_cap.actors.bindings.a2a.serve_sessions import SessionOptions
 from trio_cap.actors.orchestrator import open_orchestrator, resolve
 
-WAIT = 1.0
-"""Seconds the turn waits before it speaks: time for the subscribers to connect."""
 
-
-def _script(tmp: Path, words: int) -> object:
+def _script(tmp: Path, words: int, subscribers: int) -> object:
+    """The turn waits before it speaks (time for every subscriber to connect), then talks."""
     path = tmp / "script.toml"
     text = " ".join(f"w{i}" for i in range(words))
-    path.write_text(f'chunk_words = 1\n[[turn]]\nsteps = [{{ wait = {WAIT} }}, '
+    wait = 1.0 + 0.1 * subscribers
+    path.write_text(f'chunk_words = 1\n[[turn]]\nsteps = [{{ wait = {wait} }}, '
                     f'{{ say = "{text}" }}]\n')
     return load_script(path)
 
@@ -70,7 +69,7 @@ async def _count(http: httpx.AsyncClient, body: dict, started: trio.Event,
 async def measure(subscribers: int, words: int) -> tuple[float, float, int]:
     """(events/s summed over subscribers, events/s per subscriber, events each)."""
     with TemporaryDirectory() as tmp:
-        script = _script(Path(tmp), words)
+        script = _script(Path(tmp), words, subscribers)
         agent = await resolve("cap-agent")
         async with open_orchestrator() as orch, open_a2a_server(
                 orch, agent, options=SessionOptions(cwd=tmp, script=script)) as server:
