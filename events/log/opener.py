@@ -15,7 +15,7 @@ import trio
 from trio_cap.events.clock import Clock
 from trio_cap.events.log.base import EventLog
 from trio_cap.events.log.file import FileEventLog
-from trio_cap.events.log.postgres_conn import is_url, redact
+from trio_cap.events.log.urls import is_url, redact
 
 __all__ = ["describe", "is_url", "open_log", "open_log_sync"]
 

@@ -8,7 +8,6 @@ is still healthy, so a connection that broke mid-query is never reused.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -16,18 +15,9 @@ from typing import TypeVar
 
 import psycopg
 
+from trio_cap.events.log.urls import URL_SCHEMES, is_url, redact  # noqa: F401 - re-exported
+
 T = TypeVar("T")
-
-URL_SCHEMES = ("postgresql://", "postgres://")
-
-
-def is_url(target: object) -> bool:
-    return isinstance(target, str) and target.startswith(URL_SCHEMES)
-
-
-def redact(url: str) -> str:
-    """The URL as messages show it: a password never reaches a terminal or a log."""
-    return re.sub(r"^(postgres(?:ql)?://[^:/@]*):[^@/]*@", r"\1:***@", url)
 
 
 class Unavailable(Exception):
