@@ -1,9 +1,11 @@
 """The PostgreSQL backend: one shared log for several orchestrator nodes.
 
-How it stays honest under Trio: psycopg's async API runs on asyncio, so the
-blocking driver runs in Trio worker threads (``trio.to_thread``) on a small
-pool of connections (:mod:`.postgres_conn`); a Trio task that is cancelled
-mid-append waits for its thread, so an append's outcome is always known.
+How it stays honest under Trio: psycopg's async API runs on asyncio, so
+appends drive libpq in non-blocking mode on Trio's own socket waits
+(:mod:`.postgres_writer`; a cancelled appender still waits for the answer, so
+an append's outcome is always known), and everything else runs the blocking
+driver in Trio worker threads (``trio.to_thread``) on a small pool of
+connections (:mod:`.postgres_conn`).
 Live appends of other nodes arrive through LISTEN/NOTIFY on one listener
 thread per log, which hands the rows to the event loop with
 ``trio.from_thread`` — no asyncio, no polling.
@@ -66,6 +68,7 @@ from trio_cap.events.log.postgres_rows import (
     encode_events,
 )
 from trio_cap.events.log.postgres_schema import CHANNEL_PREFIX, SchemaError, check
+from trio_cap.events.log.postgres_writer import AppendConnection, append_params
 
 __all__ = ["PostgresEventLog", "SchemaError", "Unavailable"]
 
@@ -132,6 +135,8 @@ class PostgresEventLog(EventLog):
         self._visible_seq = last
         self._next_seq = self._recent_base = self._indexed_from = last + 1
         self._pool = Pool(url, pool_size, connect_timeout)
+        self._writer: AppendConnection | None = None
+        self._writer_lock = trio.Lock()
 
     @classmethod
     async def open(cls, url: str, *, listen: bool = True, **options) -> PostgresEventLog:
@@ -166,8 +171,7 @@ class PostgresEventLog(EventLog):
         at = self._clock.now()
         token = uuid.uuid4()
         try:
-            last = await trio.to_thread.run_sync(
-                self._append_sync, token, stream, cause, at, kinds, payloads)
+            last = await self._send(token, stream, cause, at, kinds, payloads)
         except LogWriteError as exc:
             self._failed = str(exc)
             raise
@@ -177,10 +181,33 @@ class PostgresEventLog(EventLog):
             await self._fill_to(last)
         return last
 
+    async def _send(self, token: uuid.UUID, stream: str, cause: int | None, at: float,
+                    kinds: list[str], payloads: list[bytes]) -> int:
+        """The batch through the non-blocking append connection; a failure that leaves the
+        outcome unknown is resolved by its token on the blocking driver."""
+        params = append_params(token, stream, cause, at, kinds, payloads)
+        async with self._writer_lock:
+            try:
+                if self._writer is None or self._writer.broken:
+                    self._writer = None
+                    self._writer = await trio.to_thread.run_sync(self._open_writer)
+                return await self._writer.append(params, self.reconnect_timeout)
+            except psycopg.Error as exc:
+                if not connection_lost(exc):
+                    raise LogWriteError(f"{self.path}: append failed: {why(exc)}; nothing of "
+                                        "the batch was stored") from None
+                lost = why(exc)
+        return await trio.to_thread.run_sync(
+            self._append_sync, token, stream, cause, at, kinds, payloads, lost)
+
+    def _open_writer(self) -> AppendConnection:
+        return AppendConnection(connect(self.url, connect_timeout=self.connect_timeout))
+
     def _append_sync(self, token: uuid.UUID, stream: str, cause: int | None, at: float,
-                     kinds: list[str], payloads: list[bytes]) -> int:
-        """One batch, one transaction; a lost connection is resolved before anything else."""
-        deadline = None
+                     kinds: list[str], payloads: list[bytes], lost: str | None = None) -> int:
+        """One batch, one transaction, on the blocking driver; ``lost``: the first attempt's
+        connection failed (why), so the token is looked up before anything is sent again."""
+        deadline = None if lost is None else time.monotonic() + self.reconnect_timeout
         params = (token, stream, cause, at, kinds, payloads)
 
         def append(conn: psycopg.Connection) -> int:
@@ -191,7 +218,6 @@ class PostgresEventLog(EventLog):
                                (token,)).fetchone()
             return None if row is None else row[0]
 
-        lost = None
         while True:
             try:
                 if lost is not None:
@@ -394,6 +420,8 @@ class PostgresEventLog(EventLog):
         await trio.to_thread.run_sync(self._close_connections)
 
     def _close_connections(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
         self._pool.close()
         with self._read_lock:
             self._reader.close()

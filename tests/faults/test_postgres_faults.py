@@ -159,20 +159,20 @@ async def test_an_append_whose_connection_is_killed_mid_statement_is_retried_onc
 async def test_a_reply_lost_after_commit_is_not_sent_twice(pg_url, monkeypatch):
     notes: list[str] = []
     log = await PostgresEventLog.open(pg_url, listen=False, notices=notes.append)
-    real = log._pool.run
-    calls = []
+    await log.append([TextChunk(message_id="m", text="first")])
+    writer = log._writer
+    real = writer.append
 
-    def lose_first_reply(work, **kw):
-        result = real(work, **kw)
-        calls.append(result)
-        if len(calls) == 1:  # committed, then the connection died before the reply
-            raise psycopg.OperationalError("server closed the connection unexpectedly")
-        return result
+    async def lose_the_reply(params, answer_within):
+        await real(params, answer_within)  # committed, then the connection died before the reply
+        writer.close()
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
 
-    monkeypatch.setattr(log._pool, "run", lose_first_reply)
-    assert await log.append([TextChunk(message_id="m", text="only once")]) == 1
+    monkeypatch.setattr(writer, "append", lose_the_reply)
+    assert await log.append([TextChunk(message_id="m", text="only once")]) == 2
     assert any("the batch had committed" in n for n in notes)
-    assert texts(PostgresEventLog(pg_url, readonly=True).read()) == ["only once"]
+    assert texts(PostgresEventLog(pg_url, readonly=True).read()) == ["first", "only once"]
+    assert await log.append([TextChunk(message_id="m", text="next")]) == 3  # a new connection
     await log.aclose()
 
 
@@ -202,17 +202,18 @@ async def test_a_server_restart_during_appends_loses_nothing_acknowledged(pg_ser
     assert texts(envs) == [str(k) for k in range(len(acked))]
 
 
-async def test_an_unreachable_database_fails_the_append_cleanly(pg_url):
+async def test_an_unreachable_database_fails_the_append_cleanly(pg_server, pg_url):
     log = await PostgresEventLog.open(pg_url, listen=False, reconnect_timeout=1.0,
                                       connect_timeout=1.0, notices=lambda _: None)
     await log.append([TextChunk(message_id="m", text="kept")])
-    log._pool.url = "postgresql://postgres@127.0.0.1:1/none"  # the server is gone for good
-    log._pool.close()
-    log._pool._closed = False
-    with pytest.raises(LogWriteError, match="unreachable"):
-        await log.append([TextChunk(message_id="m", text="lost")])
-    with pytest.raises(LogWriteError, match="no more appends"):
-        await log.append([TextChunk(message_id="m", text="after")])
+    await trio.to_thread.run_sync(pg_server.stop)  # and it stays down past the window
+    try:
+        with pytest.raises(LogWriteError, match="unreachable"):
+            await log.append([TextChunk(message_id="m", text="lost")])
+        with pytest.raises(LogWriteError, match="no more appends"):
+            await log.append([TextChunk(message_id="m", text="after")])
+    finally:
+        await trio.to_thread.run_sync(pg_server.start)
     await log.aclose()
     assert texts(PostgresEventLog(pg_url, readonly=True).read()) == ["kept"]
 
