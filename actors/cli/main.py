@@ -39,7 +39,26 @@ COMMAND_MODULES = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS = {
+    "run": "trio_cap.actors.cli.run_cmd",
+    "log": "trio_cap.actors.cli.log_cmd",
+    "replay": "trio_cap.actors.cli.log_cmd",
+    "node": "trio_cap.actors.cli.node_cmd",
+    "agent": "trio_cap.actors.cli.agent_cmd",
+    "manifest": "trio_cap.actors.cli.manifest_cmd",
+    "model": "trio_cap.actors.cli.model_cmd",
+    "peers": "trio_cap.actors.cli.peers_cmd",
+    "serve": "trio_cap.actors.cli.serve_cmd",
+    "policy": "trio_cap.actors.cli.policy_cmd",
+}
+"""Top-level command → the module that registers it: a command line that names one loads
+only that module (``cap agent`` starts an agent; it need not import the A2A server, the
+PostgreSQL driver or the orchestrator first).  ``tests/cli`` holds this equal to what
+every module registers."""
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or (``command`` known) just the part that command needs."""
     import importlib
 
     parser = argparse.ArgumentParser(
@@ -51,15 +70,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"trio-cap {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    modules = (COMMANDS[command],) if command in COMMANDS else COMMAND_MODULES
+    for name in modules:
         importlib.import_module(name).register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
+        words = list(sys.argv[1:] if argv is None else argv)
+        parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
+        args = parser.parse_args(words)
         if not getattr(args, "func", None):
             parser.print_help()
             return EXIT_USAGE
