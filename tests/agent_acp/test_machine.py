@@ -360,3 +360,22 @@ def test_after_a_cancel_nothing_more_is_asked_of_the_client() -> None:
     assert isinstance(h.resolved[1], ClientError)
     release = h.run(h.machine.client_call(2, sid, f.TERMINAL_RELEASE, {"sessionId": sid}))
     assert requests(release, f.TERMINAL_RELEASE)  # cleanup still goes out
+
+
+def test_a_bridged_acp_agents_own_tool_call_description_and_diffs_are_passed_on() -> None:
+    from trio_cap.events.kinds import ToolCallDelta
+
+    h = Harness()
+    sid = h.session()
+    h.prompt(sid)
+    diff = {"type": "diff", "path": "/w/x.py", "newText": "b\n", "oldText": "a\n"}
+    start = ToolCallStart(call_id="c1", name="edit", input={"filePath": "/w/x.py"}, meta={
+        "acp": {"title": "Edit x.py", "kind": "edit", "locations": [{"path": "/w/x.py"}]}})
+    progress = ToolCallDelta(call_id="c1", output_chunk="", meta={
+        "acp": {"status": "in_progress", "diffs": [diff], "terminals": ["driver_term"]}})
+    end = ToolCallEnd(call_id="c1", output="done", meta={"acp": {"diffs": [diff]}})
+    call, moving, done = updates(h.core(sid, start, progress, end))
+    assert (call["title"], call["kind"], call["locations"]) == (
+        "Edit x.py", "edit", [{"path": "/w/x.py"}])
+    assert moving["content"] == [diff]  # the driver's terminal is not the client's
+    assert done["content"][0] == diff and len(done["content"]) == 2  # the diff once, then text

@@ -16,6 +16,8 @@ core event                  ACP update
                             pending: ACP has three statuses)
 ``cap.tool_call.start``     ``tool_call`` pending, with title, kind, locations, rawInput,
                             and for Write/Edit the proposed change as a ``diff``
+``cap.tool_call.delta``     ``tool_call_update`` in_progress, only when a bridged ACP agent's
+                            update brought diffs
 ``cap.tool_call.end``       ``tool_call_update`` completed | failed, with the diffs and
                             terminals the call produced and its output as text
 ==========================  ===========================================================
@@ -27,14 +29,17 @@ import posixpath
 from typing import Any
 
 import attrs
+import msgspec
 from msgspec import UNSET
 
 from trio_cap.actors.bindings.acp import frames as f
 from trio_cap.events.kinds import (
     Event,
+    PermissionRequest,
     Plan,
     TextChunk,
     Thought,
+    ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
     UserInputInject,
@@ -45,6 +50,8 @@ _KINDS: dict[str, f.ToolKind] = {
     "Bash": "execute", "Read": "read", "Glob": "search", "Grep": "search", "LS": "search",
     "WebFetch": "fetch", "WebSearch": "fetch", "Task": "think", "TodoWrite": "think",
 }
+_ACP_KINDS = frozenset(("read", "edit", "delete", "move", "search", "execute", "think", "fetch",
+                        "switch_mode", "other"))
 _PRIORITY = {"urgent": "high", "high": "high", "medium": "medium", "low": "low"}
 _STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed",
            "cancelled": "completed", "blocked": "pending"}
@@ -103,41 +110,89 @@ def proposed_diff(name: str, intent: dict[str, Any], cwd: str) -> f.Diff | None:
     return None
 
 
+def _acp(event: Event) -> dict[str, Any]:
+    """What a bridged ACP agent said of its tool call (the ACP driver keeps it in
+    ``_meta["acp"]``): its own title, kind, locations and diffs win over our guesses.
+    Its terminals are the driver's, never the client's, so they are not passed on."""
+    meta = event.meta.get("acp") if isinstance(event.meta, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def acp_diffs(event: Event) -> list[f.Diff]:
+    out = []
+    for item in _acp(event).get("diffs") or ():
+        try:
+            out.append(msgspec.convert(item, f.Diff))
+        except (msgspec.ValidationError, TypeError):
+            continue
+    return out
+
+
 def tool_call(event: ToolCallStart, cwd: str) -> f.ToolCall:
+    acp = _acp(event)
     path = tool_path(event.input, cwd)
-    diff = proposed_diff(event.name, event.input, cwd)
+    diffs = acp_diffs(event) or [d for d in [proposed_diff(event.name, event.input, cwd)] if d]
+    kind = acp.get("kind") if acp.get("kind") in _ACP_KINDS else tool_kind(event.name)
+    locations: Any = (f.ToolCallLocation(path=path),) if path else UNSET
+    try:
+        if acp.get("locations"):
+            locations = msgspec.convert(acp["locations"], tuple[f.ToolCallLocation, ...])
+    except (msgspec.ValidationError, TypeError):
+        pass
+    title = acp.get("title")
     return f.ToolCall(
-        tool_call_id=event.call_id, title=tool_title(event.name, event.input, cwd),
-        kind=tool_kind(event.name), status="pending",
-        content=(diff,) if diff is not None else UNSET,
-        locations=(f.ToolCallLocation(path=path),) if path else UNSET,
+        tool_call_id=event.call_id, status="pending",
+        title=title if isinstance(title, str) and title else tool_title(event.name,
+                                                                          event.input, cwd),
+        kind=kind, content=tuple(diffs) if diffs else UNSET, locations=locations,
         raw_input=event.input)
 
 
-def permission_call(call_id: str, tool: str, intent: dict[str, Any], scope: str,
-                    cwd: str) -> f.ToolCallFields:
+def permission_call(call_id: str, event: PermissionRequest, cwd: str,
+                    view: CallView | None = None) -> f.ToolCallFields:
     """The ``toolCall`` of a ``session/request_permission``: the call the client already saw
-    (same id), described again so a client that shows only the request has it all."""
+    (same id), described again — as the call itself was, when a bridged ACP agent named it —
+    so a client that shows only the request has it all."""
+    tool, intent, acp = event.tool, event.intent, _acp(event)
     path = tool_path(intent, cwd)
-    diff = proposed_diff(tool, intent, cwd)
+    diffs = list(view.diffs) if view is not None and view.diffs else \
+        [d for d in [proposed_diff(tool, intent, cwd)] if d]
+    title = acp.get("title")
+    kind = acp.get("kind") if acp.get("kind") in _ACP_KINDS else tool_kind(tool, event.scope)
     return f.ToolCallFields(
-        tool_call_id=call_id, title=tool_title(tool, intent, cwd),
-        kind=tool_kind(tool, scope), status="pending",
-        content=(diff,) if diff is not None else UNSET,
+        tool_call_id=call_id, status="pending", kind=kind,
+        title=title if isinstance(title, str) and title else tool_title(tool, intent, cwd),
+        content=tuple(diffs) if diffs else UNSET,
         locations=(f.ToolCallLocation(path=path),) if path else UNSET,
         raw_input=intent)
 
 
 def tool_done(event: ToolCallEnd, view: CallView | None) -> f.ToolCallUpdate:
-    content: list[f.ToolCallContent] = []
+    content: list[f.ToolCallContent] = [*_merged_diffs(event, view)]
     if view is not None:
-        content += view.diffs
         content += [f.TerminalRef(terminal_id=t) for t in view.terminals]
     if event.output:
         content.append(f.ToolContent(content=f.TextContent(text=event.output)))
     return f.ToolCallUpdate(tool_call_id=event.call_id,
                             status="failed" if event.is_error else "completed",
                             content=tuple(content), raw_output={"output": event.output})
+
+
+def _merged_diffs(event: Event, view: CallView | None) -> list[f.Diff]:
+    diffs = list(view.diffs) if view is not None else []
+    diffs += [d for d in acp_diffs(event) if d not in diffs]
+    if view is not None:
+        view.diffs = diffs
+    return diffs
+
+
+def tool_progress(event: ToolCallDelta, view: CallView | None) -> f.ToolCallUpdate | None:
+    """A bridged ACP agent's progress that brought diffs (streamed output alone is not
+    shown: ``content`` replaces the list, so each chunk would resend all the output)."""
+    if not acp_diffs(event):
+        return None
+    return f.ToolCallUpdate(tool_call_id=event.call_id, status="in_progress",
+                            content=tuple(_merged_diffs(event, view)))
 
 
 def plan(event: Plan) -> f.Plan:
@@ -173,6 +228,8 @@ def update(event: Event, cwd: str, calls: dict[str, CallView],
         case ToolCallStart():
             calls[event.call_id] = CallView(event.name, event.input)
             return tool_call(event, cwd)
+        case ToolCallDelta():
+            return tool_progress(event, calls.get(event.call_id))
         case ToolCallEnd():
             return tool_done(event, calls.get(event.call_id))
         case UserInputInject() if replay:

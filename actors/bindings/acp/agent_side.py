@@ -459,8 +459,8 @@ class AcpAgentSide:
             return self._decided(session, event.req_id, verdict)
         params = f.RequestPermissionParams(
             session_id=session.id, options=OPTIONS,
-            tool_call=render.permission_call(turn.current or event.req_id, event.tool,
-                                             event.intent, event.scope, session.cwd),
+            tool_call=render.permission_call(turn.current or event.req_id, event, session.cwd,
+                                             turn.calls.get(turn.current or "")),
             meta={"cap.risk_level": event.risk_level})
         request_id, data = self.rpc.request(f.REQUEST_PERMISSION, params,
                                             context=("permission", session.id, event.req_id,
