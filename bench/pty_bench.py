@@ -126,21 +126,25 @@ def feed_rows(quick: bool) -> None:
         row(f"TuiVtScreen, {HISTORY:,} lines scrollback", rates["ours"], base,
             "target ≥ 3×")
         row("PtyMachine: TuiVtScreen + settle rules, turn running", rates["machine"], base)
-    _same_history(tui)
+    for label, data in (("TUI", tui), ("plain", plain)):
+        _same_screens(label, data)
 
 
-def _same_history(tui: bytes) -> None:
-    """Both scrollbacks caught the same lines (the speed is not from skipping work)."""
+def _same_screens(label: str, data: bytes) -> None:
+    """Both kept the same scrollback and show the same screen (the speed is not from
+    skipping work)."""
     from trio_cap.actors.bindings.pty.machine_screen import TuiVtScreen
 
-    theirs = pyte.HistoryScreen(COLS, ROWS, history=HISTORY)
-    pyte.ByteStream(theirs).feed(tui)
+    data = data.rsplit(b"\x1b[?1049l", 1)[0]  # before the TUI leaves its alternate screen,
+    theirs = pyte.HistoryScreen(COLS, ROWS, history=HISTORY)  # which pyte does not know
+    pyte.ByteStream(theirs).feed(data)
     ours = TuiVtScreen(COLS, ROWS, HISTORY)
-    ours.feed(tui)
+    ours.feed(data)
     same = list(ours.history()) == [
         "".join(r[x].data for x in range(COLS)).rstrip() for r in theirs.history.top]
-    print(f"  scrollback check: {len(ours.scrollback):,} lines kept by both, "
-          f"{'identical' if same else 'DIFFERENT'} text")
+    same = same and ours.rows() == [r.rstrip() for r in theirs.display]
+    print(f"  check, {label}: {len(ours.scrollback):,} scrollback lines kept by both, "
+          f"screen and scrollback text {'identical' if same else 'DIFFERENT'}")
 
 
 # ---- settle overhead ------------------------------------------------------------------------

@@ -58,6 +58,7 @@ STRING_CODES: dict[str, str] = {
 TRIO_CAP_CODES: dict[str, str] = {
     "agent_died": "The agent process or in-process brain ended without a terminal event",
     "agent_error": "The agent reported an error that has no CAP code",
+    "pty_blocked": "A PTY agent shows a dialog or question nobody answered: nothing was typed",
     "internal_error": "trio-cap itself failed while driving the session",
     "invalid_state": "A command arrived that the session's state does not accept",
     "max_turns": "The agent stopped because it reached its max_turns limit",

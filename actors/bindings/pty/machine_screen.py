@@ -36,7 +36,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyte
-from pyte.screens import Margins
+from pyte import modes as _modes
+from wcwidth import wcwidth
 
 SCROLLBACK = 10_000
 """Lines kept after they scroll off the top (CAP Appendix A5 asks for at least 10,000)."""
@@ -44,6 +45,8 @@ SCROLLBACK = 10_000
 _ALT_MODES = frozenset({47, 1047, 1049})
 _PASTE_MODE = 2004
 _NO_TOUCH = 1 << 62
+_IRM = _modes.IRM
+_DECAWM = _modes.DECAWM
 
 
 class TuiVtScreen(pyte.Screen):
@@ -61,6 +64,9 @@ class TuiVtScreen(pyte.Screen):
         """The program enabled bracketed paste (``CSI ? 2004 h``)."""
         self.touched = _NO_TOUCH
         self._main: tuple[Any, int, deque[Any]] | None = None
+        self._cells: dict[Any, dict[str, Any]] = {}
+        """Cursor attributes → character → its cell: one cell object per character and
+        colour, made once (cells are immutable)."""
         self.before_switch: Callable[[], None] | None = None
         """Called just before a buffer switch, while the old buffer is still readable."""
         super().__init__(columns, lines)
@@ -117,12 +123,27 @@ class TuiVtScreen(pyte.Screen):
 
     # ---- scrolling: the one scrollback hook ------------------------------------
     def index(self) -> None:
-        top, bottom = self.margins or Margins(0, self.lines - 1)
-        if self.cursor.y == bottom and top == 0:
-            buffer = self.buffer
-            self.scrollback.append(buffer.get(0, {}))
+        """Line feed at the bottom of the scroll region scrolls it; the row leaving a
+        full-height region goes to the scrollback as it is.  Rows are moved, not copied,
+        and an empty row is left absent (pyte would create it), so the buffer stays
+        sparse; pyte's dirty-row bookkeeping, which nothing here reads, is skipped."""
+        margins = self.margins
+        top, bottom = (margins.top, margins.bottom) if margins else (0, self.lines - 1)
+        cursor = self.cursor
+        if cursor.y != bottom:
+            if cursor.y < self.lines - 1:
+                cursor.y += 1
+            return
+        buffer = self.buffer
+        gone = buffer.pop(top, None)
+        if top == 0:
+            self.scrollback.append({} if gone is None else gone)
             self.scrolled += 1  # rows move up and keep their absolute numbers
-        super().index()
+        pop = buffer.pop
+        for y in range(top, bottom):
+            row = pop(y + 1, None)
+            if row is not None:
+                buffer[y] = row
 
     # ---- writes: tracked for the machine's "done" lines ---------------------------
     def _touch(self, y: int) -> None:
@@ -131,12 +152,63 @@ class TuiVtScreen(pyte.Screen):
             self.touched = row
 
     def draw(self, data: str) -> None:
-        self._touch(self.cursor.y)
-        super().draw(data)
+        """Text at the cursor.  The common case — every character one cell wide, autowrap
+        on, insert mode off — is written here with one cached cell per character and
+        colour; anything else (wide or combining characters, IRM, no autowrap) from the
+        first such character on goes through pyte's own ``draw``."""
+        cursor = self.cursor
+        row = self.scrolled + cursor.y
+        if row < self.touched:
+            self.touched = row
+        mode = self.mode
+        if _IRM in mode or _DECAWM not in mode:
+            super().draw(data)
+            return
+        data = data.translate(self.g1_charset if self.charset else self.g0_charset)
+        attrs = cursor.attrs
+        cells = self._cells.get(attrs)
+        if cells is None:
+            if len(self._cells) > 64:
+                self._cells.clear()
+            cells = self._cells[attrs] = {}
+        columns = self.columns
+        x = cursor.x
+        line = self.buffer[cursor.y]
+        for i, char in enumerate(data):
+            cell = cells.get(char)
+            if cell is None:
+                if wcwidth(char) != 1:
+                    cursor.x = x
+                    super().draw(data[i:])
+                    return
+                cell = cells[char] = attrs._replace(data=char)
+            if x == columns:  # past the last column: wrap first, as a terminal does
+                cursor.x = 0
+                self.index()
+                line = self.buffer[cursor.y]
+                x = 0
+            line[x] = cell
+            x += 1
+        cursor.x = x
 
     def erase_in_line(self, how: int = 0, private: bool = False) -> None:
-        self._touch(self.cursor.y)
-        super().erase_in_line(how, private)
+        """Erased cells are dropped from the row (a missing cell renders as a blank, the
+        same text pyte's space-filled cells give, for far fewer writes)."""
+        cursor = self.cursor
+        row = self.scrolled + cursor.y
+        if row < self.touched:
+            self.touched = row
+        line = self.buffer.get(cursor.y)
+        if not line:
+            return
+        if how == 2:
+            line.clear()
+            return
+        xs = range(cursor.x, self.columns) if how == 0 else range(min(cursor.x + 1,
+                                                                       self.columns))
+        pop = line.pop
+        for x in xs:
+            pop(x, None)
 
     def erase_characters(self, count: int | None = None) -> None:
         self._touch(self.cursor.y)
@@ -158,6 +230,11 @@ class TuiVtScreen(pyte.Screen):
         self._touch(self.cursor.y)
         super().delete_lines(count)
 
+    def select_graphic_rendition(self, *attrs: int, private: bool = False) -> None:
+        if private:  # CSI > 4;2 m (xterm modifyOtherKeys, Gemini CLI sends it): not a colour
+            return
+        super().select_graphic_rendition(*attrs)
+
     def reverse_index(self) -> None:
         top = self.margins.top if self.margins else 0
         if self.cursor.y == top:
@@ -165,8 +242,16 @@ class TuiVtScreen(pyte.Screen):
         super().reverse_index()
 
     def erase_in_display(self, how: int = 0, *args: Any, **kwargs: Any) -> None:
-        self._touch(0 if how in (1, 2, 3) else self.cursor.y)
-        super().erase_in_display(how, *args, **kwargs)
+        """As :meth:`erase_in_line`: erased rows are dropped, not filled with blanks."""
+        y = self.cursor.y
+        self._touch(0 if how in (1, 2, 3) else y)
+        buffer = self.buffer
+        if how in (2, 3):
+            buffer.clear()
+        else:
+            for row in (range(y + 1, self.lines) if how == 0 else range(y)):
+                buffer.pop(row, None)
+            self.erase_in_line(how)
         if how == 3:  # "erase saved lines": the program cleared its scrollback
             self.scrollback.clear()
 
