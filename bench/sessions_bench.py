@@ -42,12 +42,13 @@ def _pct(sorted_ms: list[float], q: float) -> float:
     return sorted_ms[min(len(sorted_ms) - 1, int(q * len(sorted_ms)))] if sorted_ms else 0.0
 
 
-async def measure(n: int) -> dict[str, float]:
-    """Start ``n`` sessions, run one turn in each, close them; the figures."""
+async def measure(n: int, log: str | None = None) -> dict[str, float]:
+    """Start ``n`` sessions, run one turn in each, close them; the figures.  ``log``: a
+    ``postgresql://`` URL (default: the memory log)."""
     agent = await resolve("cap-agent")
     lat: list[float] = []
     errors = 0
-    async with open_orchestrator() as orch:
+    async with open_orchestrator(log) as orch:
         async def follow() -> None:
             async for batch in orch.log.subscribe(1):
                 now = time.time()
@@ -94,12 +95,12 @@ def _mark(ok: bool) -> str:
     return "pass" if ok else "MISS"
 
 
-def measure_in_fresh_process(n: int, gc_mode: str) -> dict[str, float]:
+def measure_in_fresh_process(n: int, gc_mode: str, log: str | None = None) -> dict[str, float]:
     """One size in its own interpreter, so neither variant inherits the other's heap or
     collector settings; ``tuned`` is what every ``cap`` command sets (``tune_gc``)."""
     code = ("import json, trio; from bench.sessions_bench import measure; "
             + ("from trio_cap import tune_gc; tune_gc(); " if gc_mode == "tuned" else "")
-            + f"print(json.dumps(trio.run(measure, {n})))")
+            + f"print(json.dumps(trio.run(measure, {n}, {log!r})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -132,4 +133,22 @@ def run(quick: bool = False) -> list[dict[str, float]]:
         print(f"  start cost {int(mode_rows[0]['n']):,} → {int(mode_rows[-1]['n']):,}:"
               f" {flat:+.0f} % (target within 20 %: {_mark(abs(flat) <= 20)})")
         rows.extend(mode_rows)
+    rows.extend(_on_postgres([100] if quick else [100, 1000]))
+    return rows
+
+
+def _on_postgres(sizes: list[int]) -> list[dict[str, float]]:
+    """The same sessions on the PostgreSQL log (a throwaway server, fsync on)."""
+    from bench.pg_server import PgServer
+
+    print(" PostgreSQL log (throwaway server on loopback, fsync on; gc tuned)")
+    rows = []
+    with PgServer() as server:
+        for n in sizes:
+            r = measure_in_fresh_process(n, "tuned", server.url)
+            r["gc"] = "tuned-postgres"  # type: ignore[assignment]
+            rows.append(r)
+            print(f"  N={n:>6,}  wall {r['wall_s']:7.2f} s  start {r['start_ms']:6.3f} ms/session"
+                  f"  p50 {r['p50_ms']:8.2f} ms  p99 {r['p99_ms']:8.2f} ms"
+                  f"  events {int(r['events']):,}  errors {int(r['errors'])}")
     return rows
