@@ -58,9 +58,14 @@ def register(log_sub: argparse._SubParsersAction) -> None:
     ex.add_argument("--session", metavar="ID",
                     help="the session to export (default: the log's only session)")
     kind = ex.add_mutually_exclusive_group(required=True)
-    kind.add_argument("--transcript", dest="format", action="store_const", const="transcript")
-    kind.add_argument("--markdown", dest="format", action="store_const", const="markdown")
-    kind.add_argument("--html", dest="format", action="store_const", const="html")
+    kind.add_argument("--transcript", dest="format", action="store_const", const="transcript",
+                      help="the coding profile's transcript artifact: the session's full event "
+                      "log as JSON")
+    kind.add_argument("--markdown", dest="format", action="store_const", const="markdown",
+                      help="a readable account, turn by turn")
+    kind.add_argument("--html", dest="format", action="store_const", const="html",
+                      help="one self-contained page with the timeline, tool calls, diffs and "
+                      "permission decisions")
     ex.add_argument("--out", metavar="FILE", help="write here instead of standard output")
     ex.set_defaults(func=export_log)
 
