@@ -212,6 +212,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (1, "frames", ("actors.bindings.base", "actors.bindings.*.frames",
                    "actors.bindings.*.frames_*")),
     (2, "machines", ("actors.bindings.ndjson", "actors.bindings.jsonrpc",
+                     "actors.bindings.acp.frames_lenient",  # frames + jsonrpc's PayloadError
                      "actors.bindings.*.machine*", "actors.bindings.*.driver*",
                      "actors.bindings.*.agent_*", "actors.bindings.*.publisher*",
                      "actors.session.machine",
@@ -222,6 +223,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
                    "actors.bindings.registry", "actors.bindings.inproc",
                    "actors.bindings.*.connector", "actors.bindings.pty.ptyproc",
                    "actors.bindings.*.agent_shell", "actors.bindings.acp.agent_host",
+                   "actors.bindings.acp.fs_service", "actors.bindings.acp.terminals",
                    "actors.bindings.*.agent_ids", "actors.bindings.pty.tui_shell",
                    "actors.agent", "actors.agent.*",
                    "actors.manifest", "actors.manifest.*", "actors.peers", "actors.peers.*",

@@ -12,9 +12,9 @@ set up by ``cap peers env``.  A missing peer fails, never skips.
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ pytestmark = pytest.mark.peers
 SECONDS = 150
 AGENTS = ["opencode", "gemini-cli", "codex-acp", "claude-code-acp"]
 SLOW = " ".join(f"word{i}" for i in range(200))
+CAP = str(Path(sys.executable).with_name("cap"))  # the cap of the venv running the tests
 
 
 def write_calls(name: str, target: Path) -> list[dict[str, Any]]:
@@ -153,9 +154,7 @@ async def test_cap_run_opencode_from_a_shell_with_peers_env(
     _, workdir = peer("opencode")  # fails when opencode is missing
     target = workdir / "hello.txt"
     model_server.set_script(script("opencode", target))
-    cap = str(Path(os.environ.get("VIRTUAL_ENV", ".venv")) / "bin" / "cap")
-    if not os.access(cap, os.X_OK):
-        cap = str(Path(__file__).resolve().parents[2] / ".venv" / "bin" / "cap")
+    cap = CAP
     home = tmp_path / "shell-home"
     shell = (f'eval "$({shlex.quote(cap)} peers env opencode --model-url {model_server.url} '
              f'--home {shlex.quote(str(home))} --workdir {shlex.quote(str(workdir))})" && '

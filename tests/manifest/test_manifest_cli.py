@@ -79,7 +79,7 @@ def test_validate_reports_every_error_of_every_file(
 def test_validate_the_bundled_manifests(capsys: pytest.CaptureFixture[str]) -> None:
     files = sorted(str(p) for p in resolve_mod.bundled_dir().glob("*.toml"))
     assert cap("manifest", "validate", *files) == 0
-    assert len(capsys.readouterr().out.splitlines()) == len(files) == 7
+    assert len(capsys.readouterr().out.splitlines()) == len(files) == 9
 
 
 # --------------------------------------------------------------------------
@@ -172,8 +172,8 @@ def test_list(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["NAME", "SOURCE", "LOCATION"]
     rows = {line.split()[0]: line.split()[1:] for line in lines[1:]}
-    assert set(rows) == {"aider", "cap-agent", "claude-code", "codex", "gemini-cli", "opencode",
-                         "repl"}
+    assert set(rows) == {"aider", "cap-agent", "claude-code", "claude-code-acp", "codex",
+                         "codex-acp", "gemini-cli", "opencode", "repl"}
     assert rows["aider"] == ["user", str(f)]
     assert rows["codex"][0] == "bundled"
     assert cap("manifest", "list", "--json") == 0

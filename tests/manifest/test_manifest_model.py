@@ -17,7 +17,11 @@ from trio_cap.actors.manifest.resolve import bundled_dir
 from trio_cap.actors.manifest.select import offered_bindings, plan_bindings
 
 BUNDLED = sorted(bundled_dir().glob("*.toml"))
-EXPECTED_BUNDLED = {"claude-code", "codex", "gemini-cli", "opencode", "aider", "repl", "cap-agent"}
+EXPECTED_BUNDLED = {"claude-code", "codex", "gemini-cli", "opencode", "aider", "repl", "cap-agent",
+                    "codex-acp", "claude-code-acp"}
+KNOWN_EXTENSIONS = {"x-acp", "capabilities.x-session-resume"}
+"""``x-*`` keys bundled manifests may carry: the ACP driver's tuning table (docs/cap.md,
+"ACP driver") and the agent side's session-resume flag."""
 
 
 def errors(text: str) -> list[tuple[str, str]]:
@@ -42,7 +46,7 @@ def test_every_expected_agent_is_bundled() -> None:
 def test_bundled_manifest_validates(path: Path) -> None:
     m = load_manifest(path)
     assert m.agent.name == path.stem
-    assert m.extensions == {}  # x-inproc is a typed field, nothing unexpected
+    assert set(m.extensions) <= KNOWN_EXTENSIONS  # x-inproc is a typed field
     # every bundled manifest says how to start it under a PTY, the universal fallback
     assert plan_bindings(m, which=lambda _p: "/x").candidates[-1].binding == "pty"
 

@@ -74,7 +74,9 @@ def permission_request(req_id: str, params: f.RequestPermissionParams,
         "tool_call_id": call.tool_call_id, "kind": kind, "title": title,
         "options": [{"option_id": o.option_id, "kind": o.kind, "name": o.name}
                     for o in params.options]}}
-    claimed = params.meta.get(AGENT_RISK) if isinstance(params.meta, dict) else None
+    wire_meta = params.meta if isinstance(params.meta, dict) else {}
+    # trio-cap's own agent side writes its rating as cap.risk_level; others as cap.agent_risk
+    claimed = wire_meta.get(AGENT_RISK) or wire_meta.get("cap.risk_level")
     if claimed in _RISKS:
         meta[AGENT_RISK] = claimed  # passed through untouched; the session machine rates
     return PermissionRequest(req_id=req_id, tool=tool, intent=intent,
