@@ -231,3 +231,25 @@ def test_the_schema_is_versioned_and_a_newer_one_is_refused(pg_url):
         conn.execute("INSERT INTO cap_schema (version) VALUES (%s)", (LATEST + 1,))
     with pytest.raises(SchemaError, match="newer than this trio-cap"):
         PostgresEventLog(pg_url)
+
+
+async def test_a_cancelled_append_waits_for_its_outcome_and_the_log_goes_on(pg_url):
+    log = await PostgresEventLog.open(pg_url, listen=False)
+    await log.append([TextChunk(message_id="m", text="0")])
+    blocker = psycopg.connect(pg_url)  # the append will wait inside its transaction
+    blocker.execute("SELECT last_seq FROM cap_head FOR UPDATE")
+    async def release() -> None:
+        await trio.sleep(1.0)
+        await trio.to_thread.run_sync(blocker.rollback)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(release)
+        with trio.move_on_after(0.3) as scope:  # cancelled while the statement is in flight
+            acked = await log.append([TextChunk(message_id="m", text="1")])
+    # the cancel came while the database held the statement: the append waited for the
+    # answer and reports it (never "cancelled" for a batch that may have committed)
+    assert scope.cancel_called and acked == 2
+    blocker.close()
+    assert texts(PostgresEventLog(pg_url, readonly=True).read()) == ["0", "1"]
+    assert await log.append([TextChunk(message_id="m", text="2")]) == 3
+    await log.aclose()
