@@ -64,6 +64,7 @@ class TuiVtScreen(pyte.Screen):
         """The program enabled bracketed paste (``CSI ? 2004 h``)."""
         self.touched = _NO_TOUCH
         self._main: tuple[Any, int, deque[Any]] | None = None
+        self._rows: list[str] | None = None
         self._cells: dict[Any, dict[str, Any]] = {}
         """Cursor attributes → character → its cell: one cell object per character and
         colour, made once (cells are immutable)."""
@@ -75,19 +76,32 @@ class TuiVtScreen(pyte.Screen):
     # ---- input --------------------------------------------------------------
     def feed(self, data: bytes) -> None:
         """Bytes exactly as read from the PTY master (UTF-8 split across reads is fine)."""
+        self._rows = None
         self._stream.feed(data)
 
     # ---- reading ------------------------------------------------------------
     def render_row(self, row: Any) -> str:
-        """One row's text, trailing blanks stripped (a wide character's stub cell is '')."""
-        default = " "
-        return "".join([row[x].data if x in row else default
-                        for x in range(self.columns)]).rstrip()
+        """One row's text, trailing blanks stripped (a wide character's stub cell is '').
+
+        Rows are sparse (erased cells are dropped), so only the cells present are visited."""
+        if not row:
+            return ""
+        columns = self.columns
+        cells = [" "] * columns
+        for x, cell in row.items():
+            if x < columns:
+                cells[x] = cell.data
+        return "".join(cells).rstrip()
 
     def rows(self) -> list[str]:
-        """The visible screen, one rendered string per row."""
-        buffer = self.buffer
-        return [self.render_row(buffer[y]) if y in buffer else "" for y in range(self.lines)]
+        """The visible screen, one rendered string per row (kept until the next feed:
+        a settle asks several questions of the same screen)."""
+        rows = self._rows
+        if rows is None:
+            buffer, render = self.buffer, self.render_row
+            rows = self._rows = [render(buffer[y]) if y in buffer else ""
+                                 for y in range(self.lines)]
+        return rows
 
     @property
     def cursor_row(self) -> int:
@@ -310,11 +324,13 @@ class TuiVtScreen(pyte.Screen):
             self.restore_cursor()
 
     def _switched(self, *, alternate: bool) -> None:
+        self._rows = None
         self.alternate = alternate
         self.generation += 1
         self.touched = _NO_TOUCH
         self.dirty.update(range(self.lines))
 
     def resize(self, lines: int | None = None, columns: int | None = None) -> None:
+        self._rows = None
         super().resize(lines, columns)
         self.touched = min(self.touched, self.scrolled)  # everything may be redrawn
