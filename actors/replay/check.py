@@ -436,6 +436,11 @@ class SessionReplay:
         self.config = config  # type: ignore[assignment]
         self._append([env.event], env.cause)
         reconcile(self.machine, env.event, self.texts, config)  # type: ignore[arg-type]
+        # the new connection draws afresh: the ids written after the resume, in order (what
+        # the dead connection drew for a write it never logged is gone with it)
+        self.ids.clear()
+        self.ids.extend(i for e in self.rec[self.pos:] if type(e.event) is FrameOut
+                        for i in e.event.ids)  # type: ignore[attr-defined]
         self.binding = None
         self.conn = False
 
