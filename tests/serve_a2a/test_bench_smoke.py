@@ -14,5 +14,6 @@ def test_a2a_bench_quick_runs_and_prints() -> None:
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     rows = [line.split() for line in out.stdout.splitlines() if line.strip()[:1].isdigit()]
-    assert [row[0] for row in rows] == ["1", "4"]
-    assert all(row[-1] == "2,001" for row in rows)  # every subscriber got every event
+    assert [(row[0], row[1]) for row in rows] == [("1", "trio-cap"), ("1", "a2a-sdk"),
+                                                  ("4", "trio-cap"), ("4", "a2a-sdk")]
+    assert all(row[-1] == "501" for row in rows)  # every subscriber got every event
