@@ -176,6 +176,18 @@ class Pty:
         default=30.0,
         toml="x-enter-delay-ms",
     )
+    x_redraw: Bool = field(
+        "trio-cap: the TUI repaints its main screen in place, new lines above its input box "
+        "(Ink: Gemini CLI); its turn output is read as on an alternate screen",
+        default=False,
+        toml="x-redraw",
+    )
+    x_cancel_keys: Strings = field(
+        "trio-cap: what is typed to cancel a graceful turn, one write per item 100 ms apart "
+        "(default Ctrl-C; opencode quits on Ctrl-C and interrupts on Esc Esc)",
+        default=("\x03",),
+        toml="x-cancel-keys",
+    )
 
 
 @attrs.frozen
@@ -210,6 +222,19 @@ class Parse:
         "trio-cap's built-ins",
         default=(),
         toml="x-chrome",
+    )
+    x_busy: Patterns = field(
+        "trio-cap: RE2 patterns for lines a TUI shows while it works (Gemini's `esc to "
+        "cancel`, `Initializing...`); while one is on screen the agent is neither ready nor "
+        "idle, whatever its last line says",
+        default=(),
+        toml="x-busy",
+    )
+    x_text_prefix: Pattern | None = field(
+        "trio-cap: RE2 pattern for the glyph that opens an agent's reply lines (Claude Code's "
+        "`● `, Gemini's `✦ `); what it matches at a line's start is not turn text",
+        default=None,
+        toml="x-text-prefix",
     )
 
 
