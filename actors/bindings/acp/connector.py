@@ -50,10 +50,11 @@ from trio_cap.actors.bindings.acp.machine import (
 )
 from trio_cap.actors.bindings.acp.machine_updates import BINDING
 from trio_cap.actors.bindings.acp.terminals import Terminals
-from trio_cap.actors.bindings.base import AgentGone, TurnEnded
+from trio_cap.actors.bindings.base import AgentGone, ToAgent, TurnEnded
 from trio_cap.actors.bindings.deliver import Deliverer
 from trio_cap.actors.bindings.process import AgentProcess, open_task_group, spawn_agent
 from trio_cap.actors.connection import AgentSpec, ConnectError
+from trio_cap.actors.recording import Recorder
 from trio_cap.events.kinds import CancelScope, CapError, Event
 
 AUTH_ENV = "TRIO_CAP_ACP_AUTH_METHOD"
@@ -64,12 +65,15 @@ AUTH_ENV = "TRIO_CAP_ACP_AUTH_METHOD"
 class AcpConnection:
     def __init__(self, agent: AgentProcess, machine: AcpClient,
                  deliver: trio.MemorySendChannel[Any], fs: FsService,
-                 nursery: trio.Nursery, env: Mapping[str, str]) -> None:
+                 nursery: trio.Nursery, env: Mapping[str, str],
+                 recorder: Recorder | None = None) -> None:
         self.agent = agent
         self.proc = agent.proc
         self.machine = machine
         self.deliver = deliver
-        self.out = Deliverer(deliver, write=agent.write, kill=self._kill)
+        self.recorder = recorder
+        # every ToAgent (prompts, answers, the handshake) is logged as frame.out in its place
+        self.out = Deliverer(deliver, write=agent.write, kill=self._kill, recorder=recorder)
         self.fs = fs
         self.nursery = nursery
         self.terminals = Terminals(nursery, fs, env)
@@ -96,7 +100,7 @@ class AcpConnection:
     async def _kill(self, reason: str) -> None:
         await self.agent.terminate(graceful=False)
 
-    async def _run(self, outputs: list[Any]) -> None:
+    async def _run(self, outputs: list[Any], received: Event | None = None) -> None:
         """Deliver one machine step in order; Serve/Withdraw are the shell's own to do."""
         batch: list[Any] = []
         async with self._lock:
@@ -116,8 +120,8 @@ class AcpConnection:
                     batch.append(item)
                 else:
                     batch.append(item)
-            if batch:
-                await self.out(batch)
+            if batch or received is not None:
+                await self.out(batch, received)
 
     def _serve(self, request: Serve) -> None:
         scope = trio.CancelScope()
@@ -163,19 +167,23 @@ class AcpConnection:
         raise FsRefused(rpc.METHOD_NOT_FOUND, f"{method} is not served")
 
     async def _feed(self, data: bytes) -> None:
-        await self._run(self.machine.receive_data(data))
+        received = self.recorder.bytes_in(data) if self.recorder is not None else None
+        await self._run(self.machine.receive_data(data), received)
         if self.machine.state in (ClientState.READY, ClientState.FAILED):
             self.settled.set()
 
     async def read_stdout(self) -> None:
         try:
             await self.agent.pump_stdout(self._feed)
-            await self._run(self.machine.receive_eof())
+            rec = self.recorder
+            await self._run(self.machine.receive_eof(), rec.eof() if rec is not None else None)
             await self.agent.wait_exit()
             self.gone_reason = self.agent.describe_exit()
             self.settled.set()
             if not self._closing:
-                await self.deliver.send(AgentGone(self.gone_reason, self.agent.returncode))
+                code = self.agent.returncode
+                await self.out([AgentGone(self.gone_reason, code)],
+                               rec.gone(self.gone_reason, code) if rec is not None else None)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self.settled.set()
 
@@ -183,7 +191,7 @@ class AcpConnection:
         await self.agent.pump_stderr(self.out.events)
 
     async def handshake(self, seconds: float) -> str | None:
-        await self.agent.write(self.machine.initialize())
+        await self._run([ToAgent(self.machine.initialize())])
         await self.agent.wait_for(self.settled, seconds)
         machine = self.machine
         if machine.state is ClientState.READY:
@@ -289,7 +297,8 @@ class AcpConnector:
                                    grace=self.grace) as agent:
                 machine = AcpClient(options)
                 async with open_task_group() as tasks:
-                    conn = AcpConnection(agent, machine, deliver, fs, tasks, env)
+                    conn = AcpConnection(agent, machine, deliver, fs, tasks, env,
+                                         spec.options.get("recorder"))
                     tasks.start_soon(conn.read_stderr)
                     tasks.start_soon(conn.read_stdout)
                     failure = await conn.handshake(timeout)
