@@ -8,6 +8,8 @@ direct messages), one SSE response per turn, read in 64 KiB chunks.
 Measured in the same run, in turns, CPU time, per SSE event:
 
 * ``json.loads`` of each event's data (no SSE framing, no typing: the baseline);
+* msgspec's typed decode of each event's data into ``frames.StreamV1`` alone (the
+  ceiling of any path that validates what it reads);
 * **a2a-sdk 1.3.0's own client parse**: ``json.loads`` + its JSON-RPC check +
   ``parse_lenient`` (protobuf ``json_format.ParseDict`` into ``StreamResponse``),
   exactly what ``JsonRpcTransport._send_stream_request`` does per event (no SSE
@@ -110,6 +112,17 @@ class _HttpxSse:
         return out
 
 
+def _typed_decode(payloads: list[str]) -> Callable[[], int]:
+    from trio_cap.actors.bindings.a2a import frames as f
+
+    def decode() -> int:
+        for data in payloads:
+            f.decode_stream(f.CURRENT, data)
+        return len(payloads)
+
+    return decode
+
+
 def _a2a_sdk(payloads: list[str]) -> Callable[[], int]:
     from a2a.types import StreamResponse
     from a2a.utils.proto_utils import parse_lenient
@@ -141,8 +154,10 @@ def run(quick: bool = False) -> None:
     ours = _machine_driver(streams, via_httpx_sse=False)
     ours_httpx = _machine_driver(streams, via_httpx_sse=True)
     produced = ours()
+    typed = _typed_decode(payloads)
     rates = interleaved_rates({
         "json_loads": lambda: sum(1 for p in payloads if loads(p)),
+        "typed": typed,
         "a2a_sdk": _a2a_sdk(payloads),
         "ours": lambda: (ours(), events)[1],
         "ours_httpx_sse": lambda: (ours_httpx(), events)[1],
@@ -151,6 +166,10 @@ def run(quick: bool = False) -> None:
           f"(shared corpus), {produced:,} machine outputs; events/s, medians of 5 in turns")
     base, sdk = rates["json_loads"], rates["a2a_sdk"]
     row("  json.loads of each event's data", base)
+    row("  msgspec typed decode of each event's data alone", rates["typed"], base,
+        "vs json.loads")
+    print(f"      = {rates['typed'] / rates['a2a_sdk']:.1f}× a2a-sdk: the ceiling of any "
+          "typed path, before SSE and translation")
     row("  a2a-sdk 1.3.0 client parse (json.loads + protobuf ParseDict)", sdk, base,
         "vs json.loads")
     for key, label in (("ours", "trio-cap: SSE bytes → CAP events (machine_sse + driver)"),
