@@ -3,6 +3,7 @@ real process (exit codes, one-line messages, never a traceback)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -18,6 +19,7 @@ from trio_cap.events.kinds import (
     Cancel,
     CapError,
     CapSessionReady,
+    PtyRawBytes,
     SessionFailed,
     TextChunk,
     UserInputInject,
@@ -150,3 +152,19 @@ def test_cap_run_failure_paths_are_one_line_each(tmp_path: Path) -> None:
                "--headless", cwd=tmp_path, env={"PS1": PS1})
     assert died.returncode == 1
     assert "pty_died" in died.stdout and "agent_died: the agent exited with code 3" in died.stderr
+
+
+async def test_raw_bytes_are_logged_only_for_a_raw_recording(tmp_path: Path) -> None:
+    agent = write_manifest(tmp_path)
+    async with open_orchestrator(grace=5.0) as orch:
+        orch.connectors["pty"] = PtyConnector(env={"PS1": PS1}, grace=2.0)
+        with trio.fail_after(WAIT):
+            plain = await orch.start_session(str(agent), cwd=tmp_path, record="frames")
+            await plain.run_turn("echo plain")
+            await plain.close()
+            raw = await orch.start_session(str(agent), cwd=tmp_path, record="raw")
+            await raw.run_turn("echo raw-bytes")
+            await raw.close()
+    assert not kinds(orch, plain.id, PtyRawBytes)
+    seen = b"".join(base64.b64decode(e.event.bytes_b64) for e in kinds(orch, raw.id, PtyRawBytes))
+    assert b"raw-bytes" in seen
