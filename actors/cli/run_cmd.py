@@ -119,14 +119,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     run.add_argument("--agent", default="cap-agent", metavar="NAME|PATH|SPEC",
                      help="agent to run: a manifest name (see `cap manifest list`), a manifest "
-                     "path, or an ad-hoc spec stream-json:CMD (acp:CMD, pty:CMD and a2a:URL "
-                     "are accepted but their bindings are not in this build yet). Default: "
+                     "path, or an ad-hoc spec stream-json:CMD, acp:CMD, a2a:URL (a remote "
+                     "A2A agent, either spelling) or pty:CMD. Default: "
                      "cap-agent, trio-cap's own scripted agent")
     run.add_argument("--binding", metavar="B",
                      help="use only this binding: inproc, stream-json, acp, a2a, pty, or one "
                      "a plug-in registers (entry point group trio_cap.bindings). Default: the "
-                     "best the agent's manifest declares, falling back down the list. This "
-                     "build speaks inproc (cap-agent only) and stream-json")
+                     "best the agent's manifest declares, falling back down the list")
     task = run.add_mutually_exclusive_group()
     task.add_argument("--task", metavar="TEXT", help="the prompt to send")
     task.add_argument("--task-file", metavar="F", help="read the prompt from a UTF-8 text file")
