@@ -29,3 +29,11 @@ async def orch() -> AsyncIterator[Orchestrator]:
 def events_of(orch: Orchestrator, session_id: str, kind: type | None = None) -> list[Any]:
     return [env.event for env in orch.log.read(1, session_id)
             if kind is None or type(env.event) is kind]
+
+
+async def one_turn(orch: Orchestrator, url: str, cwd: Any, text: str = "hi") -> tuple[Any, Any]:
+    """Start a session on ``a2a:URL``, run one turn, close it: (session, turn result)."""
+    session = await orch.start_session(f"a2a:{url}", cwd=cwd)
+    turn = await session.run_turn(text)
+    await session.close()
+    return session, turn

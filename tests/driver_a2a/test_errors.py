@@ -16,7 +16,7 @@ import pytest
 import trio
 from starlette.responses import JSONResponse, Response
 
-from tests.driver_a2a.conftest import SECONDS, events_of
+from tests.driver_a2a.conftest import SECONDS, events_of, one_turn
 from tests.driver_a2a.servers import A2aServer, Echo, RawServer, sse
 from trio_cap.actors.bindings.a2a.connector import A2aConnector
 from trio_cap.actors.orchestrator import Orchestrator
@@ -45,9 +45,7 @@ async def test_bearer_token_from_a_file_is_sent_and_never_logged(
     token_file.write_text(TOKEN + "\n")
     orch.connectors["a2a"] = A2aConnector(token_file=str(token_file))
     with A2aServer(Echo(), token=TOKEN).running() as srv, trio.fail_after(SECONDS):
-        session = await orch.start_session(f"a2a:{srv.base}", cwd=tmp_path)
-        turn = await session.run_turn("hi")
-        await session.close()
+        _session, turn = await one_turn(orch, srv.base, tmp_path, "hi")
     assert turn.text == "echo: hi"
     assert TOKEN not in _log_text(orch)
 
@@ -57,9 +55,7 @@ async def test_bearer_token_from_the_environment(orch: Orchestrator, tmp_path: P
     monkeypatch.setenv("CAP_A2A_TOKEN", TOKEN)
     with A2aServer(Echo(), versions=("0.3",), token=TOKEN).running() as srv, \
             trio.fail_after(SECONDS):
-        session = await orch.start_session(f"a2a:{srv.base}", cwd=tmp_path)
-        turn = await session.run_turn("hi")
-        await session.close()
+        _session, turn = await one_turn(orch, srv.base, tmp_path, "hi")
     assert turn.text == "echo: hi"
     assert TOKEN not in _log_text(orch)
 
@@ -89,9 +85,7 @@ async def test_an_unreadable_token_file_is_a_one_line_refusal(
 
 async def test_the_legacy_card_path_is_the_fallback(orch: Orchestrator, tmp_path: Path) -> None:
     with A2aServer(Echo(), legacy_card_only=True).running() as srv, trio.fail_after(SECONDS):
-        session = await orch.start_session(f"a2a:{srv.base}", cwd=tmp_path)
-        turn = await session.run_turn("old card")
-        await session.close()
+        _session, turn = await one_turn(orch, srv.base, tmp_path, "old card")
     assert turn.text == "echo: old card"
 
 
@@ -106,9 +100,7 @@ async def test_strict_mode_refuses_a_card_without_the_cap_extension(
 async def test_strict_mode_accepts_a_card_with_it(orch: Orchestrator, tmp_path: Path) -> None:
     orch.connectors["a2a"] = A2aConnector(cap_extension="strict")
     with A2aServer(Echo(), cap_extension=True).running() as srv, trio.fail_after(SECONDS):
-        session = await orch.start_session(f"a2a:{srv.base}", cwd=tmp_path)
-        turn = await session.run_turn("hi")
-        await session.close()
+        session, turn = await one_turn(orch, srv.base, tmp_path, "hi")
     assert turn.text == "echo: hi"
     assert not events_of(orch, session.id, SessionWarning)
 
@@ -177,9 +169,7 @@ async def test_malformed_sse_data_is_a_typed_error_and_nothing_after_it_is_lost(
                        "state": "TASK_STATE_COMPLETED"}}}))
 
     with RawServer(answer).running() as srv, trio.fail_after(SECONDS):
-        session = await orch.start_session(f"a2a:{srv.base}", cwd=tmp_path)
-        turn = await session.run_turn("hi")
-        await session.close()
+        session, turn = await one_turn(orch, srv.base, tmp_path, "hi")
     assert turn.text == "still here" and turn.stop_reason == "end_turn"
     errors = events_of(orch, session.id, CapError)
     assert [e.code for e in errors] == ["parse_failed", "parse_failed"]
@@ -195,9 +185,7 @@ async def test_an_http_error_ends_the_turn_with_a_typed_error(orch: Orchestrator
         return Response("overloaded", status_code=503)
 
     with RawServer(answer).running() as srv, trio.fail_after(SECONDS):
-        session = await orch.start_session(f"a2a:{srv.base}", cwd=tmp_path)
-        turn = await session.run_turn("hi")
-        await session.close()
+        session, turn = await one_turn(orch, srv.base, tmp_path, "hi")
     assert turn.stop_reason == "error"
     (error,) = events_of(orch, session.id, CapError)
     assert (error.code, error.retryable) == ("a2a_http_error", True)
@@ -211,9 +199,7 @@ async def test_a_json_rpc_error_answer(orch: Orchestrator, tmp_path: Path) -> No
             "data": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo"}]}})
 
     with RawServer(answer).running() as srv, trio.fail_after(SECONDS):
-        session = await orch.start_session(f"a2a:{srv.base}", cwd=tmp_path)
-        turn = await session.run_turn("hi")
-        await session.close()
+        session, turn = await one_turn(orch, srv.base, tmp_path, "hi")
     assert turn.stop_reason == "error"
     (error,) = events_of(orch, session.id, CapError)
     assert error.code == "a2a_rpc_error" and "-32005" in error.message
@@ -234,9 +220,7 @@ async def test_the_other_spelling_is_tried_when_the_first_is_refused(
             "parts": [{"kind": "text", "text": "draft it is"}]}}))
 
     with RawServer(answer, versions=("1.0", "0.3")).running() as srv, trio.fail_after(SECONDS):
-        session = await orch.start_session(f"a2a:{srv.base}", cwd=tmp_path)
-        turn = await session.run_turn("hi")
-        await session.close()
+        session, turn = await one_turn(orch, srv.base, tmp_path, "hi")
     assert (turn.text, turn.stop_reason) == ("draft it is", "end_turn")
     assert [r["headers"]["a2a-version"] for r in srv.requests] == ["1.0", "0.3"]
     assert any(r.reason == "a2a_spelling_fallback" for r in events_of(orch, session.id, AgentRaw))
@@ -252,9 +236,7 @@ async def test_silence_past_the_stream_timeout_is_a_typed_timeout(
 
     orch.connectors["a2a"] = A2aConnector(stream_timeout=0.5, max_resubscribes=0)
     with RawServer(answer).running() as srv, trio.fail_after(SECONDS):
-        session = await orch.start_session(f"a2a:{srv.base}", cwd=tmp_path)
-        turn = await session.run_turn("hi")
-        await session.close()
+        session, turn = await one_turn(orch, srv.base, tmp_path, "hi")
     assert turn.stop_reason == "error"
     (error,) = events_of(orch, session.id, CapError)
     assert (error.code, error.retryable) == ("a2a_timeout", True)

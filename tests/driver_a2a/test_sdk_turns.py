@@ -13,7 +13,7 @@ from pathlib import Path
 
 import trio
 
-from tests.driver_a2a.conftest import SECONDS, SPELLINGS, events_of
+from tests.driver_a2a.conftest import SECONDS, SPELLINGS, events_of, one_turn
 from tests.driver_a2a.servers import A2aServer, Ask, CapAsk, Chunks, Echo, EchoMessage, Fail, Slow
 from trio_cap.actors.orchestrator import Orchestrator
 from trio_cap.events.kinds import (
@@ -58,9 +58,7 @@ async def test_direct_message_reply_ends_the_turn(orch: Orchestrator, spelling: 
                                                   tmp_path: Path) -> None:
     with A2aServer(EchoMessage(), versions=SPELLINGS[spelling]).running() as srv, \
             trio.fail_after(SECONDS):
-        session = await orch.start_session(f"a2a:{srv.base}", cwd=tmp_path)
-        turn = await session.run_turn("ping")
-        await session.close()
+        _session, turn = await one_turn(orch, srv.base, tmp_path, "ping")
     assert (turn.stop_reason, turn.text) == ("end_turn", "echo: ping")
 
 
@@ -83,9 +81,7 @@ async def test_chunked_artifact_streams_in_order_and_closes_once(
         orch: Orchestrator, spelling: str, tmp_path: Path) -> None:
     with A2aServer(Chunks(6), versions=SPELLINGS[spelling]).running() as srv, \
             trio.fail_after(SECONDS):
-        session = await orch.start_session(f"a2a:{srv.base}", cwd=tmp_path)
-        turn = await session.run_turn("tell me a story")
-        await session.close()
+        session, turn = await one_turn(orch, srv.base, tmp_path, "tell me a story")
     expected = "".join(f"chunk{i} " for i in range(6))
     assert turn.text == expected
     chunks = [c for c in events_of(orch, session.id, TextChunk)]
@@ -154,9 +150,7 @@ async def test_resubscribe_to_a_task_that_finished_meanwhile_reads_it(
     done (the SDK refuses with -32004), so the final snapshot is read; nothing is lost."""
     with A2aServer(Chunks(8), versions=SPELLINGS[spelling], drop_after=3).running() as srv, \
             trio.fail_after(SECONDS):
-        session = await orch.start_session(f"a2a:{srv.base}", cwd=tmp_path)
-        turn = await session.run_turn("a long story")
-        await session.close()
+        session, turn = await one_turn(orch, srv.base, tmp_path, "a long story")
     assert srv.dropper is not None and srv.dropper.dropped == 1
     assert turn.stop_reason == "end_turn"
     text = "".join(c.text for c in events_of(orch, session.id, TextChunk))
