@@ -119,6 +119,20 @@ class Driven:
                 out += [e.text for e in item.events if isinstance(e, TextChunk)]
         return "".join(out)
 
+    async def start(self, text: str, marker: str) -> int:
+        """Send a prompt and wait until its output shows ``marker``; the item it began at."""
+        start = len(self.items)
+        await self.conn.send([inject(text)])
+        await self.until(lambda: marker in self.text_since(start), f"{marker!r} in the output")
+        return start
+
+    async def cancel_turn(self) -> TurnEnded:
+        """Cancel the running turn and wait for its end."""
+        ends = len(self.turn_ends)
+        await self.conn.cancel("current_turn")
+        await self.until(lambda: len(self.turn_ends) > ends, "the cancelled turn to end")
+        return self.turn_ends[ends]
+
     async def turn(self, text: str, seconds: float = WAIT) -> tuple[str, TurnEnded]:
         """Send a prompt and wait for its turn end: (the turn's text, the end)."""
         start, ends = len(self.items), len(self.turn_ends)

@@ -57,12 +57,8 @@ async def test_bash_without_paste_types_each_line(tmp_path: Path) -> None:
 
 async def test_ctrl_c_cancels_a_long_running_command(tmp_path: Path) -> None:
     async with driven(bash(), tmp_path) as d:
-        start = len(d.items)
-        await d.conn.send([inject("echo started; sleep 1000")])
-        await d.until(lambda: "started" in d.text_since(start), "the command to start")
-        await d.conn.cancel("current_turn")
-        await d.until(lambda: d.turn_ends, "the cancelled turn to end")
-        assert d.turn_ends[0].stop_reason == "cancelled"
+        await d.start("echo started; sleep 1000", "started")
+        assert (await d.cancel_turn()).stop_reason == "cancelled"
         text, end = await d.turn("echo after")  # the shell is usable again
         assert (text, end.stop_reason) == ("after\n", "end_turn")
 
@@ -101,12 +97,8 @@ async def test_python_ready_turns_and_a_block(tmp_path: Path) -> None:
 
 async def test_python_ctrl_c_and_exit_mid_turn(tmp_path: Path) -> None:
     async with driven(python(), tmp_path) as d:
-        start = len(d.items)
-        await d.conn.send([inject("import time; print('go'); time.sleep(1000)")])
-        await d.until(lambda: "go" in d.text_since(start), "the sleep to start")
-        await d.conn.cancel("current_turn")
-        await d.until(lambda: d.turn_ends, "the cancelled turn")
-        assert d.turn_ends[0].stop_reason == "cancelled"
+        start = await d.start("import time; print('go'); time.sleep(1000)", "go")
+        assert (await d.cancel_turn()).stop_reason == "cancelled"
         assert "KeyboardInterrupt" in d.text_since(start)
         await d.conn.send([inject("import os; os._exit(4)")])
         await d.until(lambda: d.gone, "python to be gone")

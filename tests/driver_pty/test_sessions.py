@@ -8,13 +8,15 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import trio
 
 from tests.driver_pty.ptylib import PS1, WAIT
 from trio_cap.actors.bindings.pty.connector import PtyConnector
-from trio_cap.actors.orchestrator import open_orchestrator
+from trio_cap.actors.orchestrator import Orchestrator, open_orchestrator
 from trio_cap.events.kinds import (
     Cancel,
     CapError,
@@ -58,20 +60,26 @@ def write_manifest(tmp_path: Path) -> Path:
     return path
 
 
+@asynccontextmanager
+async def orchestrator() -> AsyncIterator[Orchestrator]:
+    """An orchestrator whose PTY connector gives bash the known prompt."""
+    async with open_orchestrator(grace=5.0) as orch:
+        orch.connectors["pty"] = PtyConnector(env={"PS1": PS1}, grace=2.0)
+        with trio.fail_after(WAIT):
+            yield orch
+
+
 def kinds(orch, sid: str, kind: type) -> list:
     return [env for env in orch.log.read(0, sid) if isinstance(env.event, kind)]
 
 
 async def test_sessions_through_open_orchestrator(tmp_path: Path) -> None:
-    agent = write_manifest(tmp_path)
-    async with open_orchestrator(grace=5.0) as orch:
-        orch.connectors["pty"] = PtyConnector(env={"PS1": PS1}, grace=2.0)
-        with trio.fail_after(WAIT):
-            session = await orch.start_session(str(agent), cwd=tmp_path)
-            first = await session.run_turn("echo first $((1+1))")
-            second = await session.run_turn("printf 'x\\ny\\n'")
-            third = await session.run_turn("for i in a b\ndo echo $i$i\ndone")
-            view = await session.close()
+    async with orchestrator() as orch:
+        session = await orch.start_session(str(write_manifest(tmp_path)), cwd=tmp_path)
+        first = await session.run_turn("echo first $((1+1))")
+        second = await session.run_turn("printf 'x\\ny\\n'")
+        third = await session.run_turn("for i in a b\ndo echo $i$i\ndone")
+        view = await session.close()
     assert (first.text, second.text, third.text) == ("first 2\n", "x\ny\n", "aa\nbb\n")
     assert {first.stop_reason, second.stop_reason, third.stop_reason} == {"end_turn"}
     assert view.status == "completed"
@@ -82,18 +90,15 @@ async def test_sessions_through_open_orchestrator(tmp_path: Path) -> None:
 
 
 async def test_cancel_and_an_agent_that_dies_through_the_orchestrator(tmp_path: Path) -> None:
-    agent = write_manifest(tmp_path)
-    async with open_orchestrator(grace=5.0) as orch:
-        orch.connectors["pty"] = PtyConnector(env={"PS1": PS1}, grace=2.0)
-        with trio.fail_after(WAIT):
-            session = await orch.start_session(str(agent), cwd=tmp_path)
-            accepted = await session.inject("echo started; sleep 1000")
-            await orch.wait_until(lambda s: "started" in _texts(orch, session.id))
-            await session.cancel("current_turn")
-            await session.wait_status("idle", "ready")
-            after = await session.run_turn("echo after")
-            died = await session.run_turn("exit 5")
-            view = await session.wait_terminal()
+    async with orchestrator() as orch:
+        session = await orch.start_session(str(write_manifest(tmp_path)), cwd=tmp_path)
+        accepted = await session.inject("echo started; sleep 1000")
+        await orch.wait_until(lambda s: "started" in _texts(orch, session.id))
+        await session.cancel("current_turn")
+        await session.wait_status("idle", "ready")
+        after = await session.run_turn("echo after")
+        died = await session.run_turn("exit 5")
+        view = await session.wait_terminal()
     assert accepted.turn == 1 and after.text == "after\n"
     assert kinds(orch, session.id, Cancel)
     assert died.stop_reason is None or died.stop_reason != "end_turn"
@@ -156,15 +161,13 @@ def test_cap_run_failure_paths_are_one_line_each(tmp_path: Path) -> None:
 
 async def test_raw_bytes_are_logged_only_for_a_raw_recording(tmp_path: Path) -> None:
     agent = write_manifest(tmp_path)
-    async with open_orchestrator(grace=5.0) as orch:
-        orch.connectors["pty"] = PtyConnector(env={"PS1": PS1}, grace=2.0)
-        with trio.fail_after(WAIT):
-            plain = await orch.start_session(str(agent), cwd=tmp_path, record="frames")
-            await plain.run_turn("echo plain")
-            await plain.close()
-            raw = await orch.start_session(str(agent), cwd=tmp_path, record="raw")
-            await raw.run_turn("echo raw-bytes")
-            await raw.close()
+    async with orchestrator() as orch:
+        plain = await orch.start_session(str(agent), cwd=tmp_path, record="frames")
+        await plain.run_turn("echo plain")
+        await plain.close()
+        raw = await orch.start_session(str(agent), cwd=tmp_path, record="raw")
+        await raw.run_turn("echo raw-bytes")
+        await raw.close()
     assert not kinds(orch, plain.id, PtyRawBytes)
     seen = b"".join(base64.b64decode(e.event.bytes_b64) for e in kinds(orch, raw.id, PtyRawBytes))
     assert b"raw-bytes" in seen
