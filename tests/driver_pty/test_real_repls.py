@@ -225,3 +225,16 @@ async def test_a_manifestless_spec_is_refused(tmp_path: Path) -> None:
             pass
 
 
+
+
+async def test_a_failed_read_is_not_a_death(tmp_path: Path) -> None:
+    """The program closes every descriptor on its terminal (reads then fail with EIO) but
+    keeps running: the session stays up, and only its real exit would end it."""
+    script = "echo ready-now; exec 0<&- 1>&- 2>&-; exec sleep 1000"
+    m = manifest("closer", ["sh", "-c", script], ready="^ready-now$", idle=["^>$"])
+    async with driven(m, tmp_path) as d:
+        with trio.fail_after(WAIT):
+            await d.conn.output_ended.wait()
+        assert d.conn.pty.returncode is None and not d.conn.exited.is_set()
+        assert not d.gone and not d.of(CapError)
+    assert not live_groups()
