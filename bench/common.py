@@ -17,7 +17,13 @@ def median_rate(fn: Callable[[], int], repeat: int = 3) -> float:
     return statistics.median(rates)
 
 
+RECORDED: list[dict[str, object]] = []
+"""Every :func:`row` printed since the bench runner last cleared it (``--json``)."""
+
+
 def row(label: str, rate: float, baseline: float | None = None, note: str = "") -> None:
+    RECORDED.append({"label": label, "rate": rate, "note": note,
+                     "ratio": rate / baseline if baseline else None})
     ratio = f"{rate / baseline:6.2f}×" if baseline else "       "
     print(f"  {label:<52} {rate:>12,.0f} /s  {ratio}  {note}")
 
