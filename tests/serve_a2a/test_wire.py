@@ -241,3 +241,16 @@ def test_cases_are_json_rpc_shaped() -> None:
             continue
         decoded = msgspec.json.decode(body)
         assert isinstance(decoded, dict), name
+
+
+async def test_the_cap_extension_is_echoed_when_asked_for(tmp_path: Path) -> None:
+    async with publish(tmp_path) as pub, httpx.AsyncClient(base_url=pub.url) as http:
+        draft = await http.post(RPC_PATH, json=_send("hi", "message/send"),
+                                headers={"X-A2A-Extensions": "x/y, cap-protocol/v1"})
+        assert draft.headers["x-a2a-extensions"] == "cap-protocol/v1"
+        current = await http.post(RPC_PATH, json=_send("hi", "SendMessage"),
+                                  headers={**V1, "A2A-Extensions": "cap-protocol/v1"})
+        assert current.headers["a2a-extensions"] == "cap-protocol/v1"
+        plain = await http.post(RPC_PATH, json=_send("hi", "message/send"))
+        assert "x-a2a-extensions" not in plain.headers  # a plain A2A client is served too
+        assert plain.json()["result"]["status"]["state"] == "completed"

@@ -35,7 +35,13 @@ import trio
 
 from trio_cap.actors.bindings import jsonrpc
 from trio_cap.actors.bindings.a2a import publisher_wire as wire
-from trio_cap.actors.bindings.a2a.frames import CARD_PATHS, VERSION_HEADER, Spelling
+from trio_cap.actors.bindings.a2a.frames import (
+    CAP_EXTENSION,
+    CARD_PATHS,
+    EXTENSIONS_HEADER,
+    VERSION_HEADER,
+    Spelling,
+)
 from trio_cap.actors.bindings.a2a.publisher import RpcFault, Task
 from trio_cap.actors.bindings.a2a.serve_sessions import Publisher
 
@@ -235,13 +241,14 @@ class _Call:
         self.receive = receive
         self._send = send
         self.id_json = wire.encode_id(request.id)
+        self.echo = _activated(headers, spelling)
 
     async def error(self, fault: RpcFault) -> None:
         await _respond(self._send, 200, _JSON,
-                       wire.error_body(self.spelling, self.request.id, fault))
+                       wire.error_body(self.spelling, self.request.id, fault), self.echo)
 
     async def result(self, result: bytes) -> None:
-        await _respond(self._send, 200, _JSON, wire.envelope(self.id_json, result))
+        await _respond(self._send, 200, _JSON, wire.envelope(self.id_json, result), self.echo)
 
     def _raw_wanted(self) -> bool:
         return self.query.get("include_raw", "").lower() in ("1", "true", "yes")
@@ -319,7 +326,7 @@ class _Call:
         ``start`` None: the snapshot alone."""
         await self._send({"type": "http.response.start", "status": 200, "headers": [
             (b"content-type", _SSE), (b"cache-control", b"no-cache"),
-            (b"x-accel-buffering", b"no")]})
+            (b"x-accel-buffering", b"no"), *self.echo]})
         with trio.CancelScope() as scope:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._watch_disconnect, scope)
@@ -350,6 +357,15 @@ class _Call:
             if message["type"] == "http.disconnect":
                 scope.cancel()
                 return
+
+
+def _activated(headers: dict[str, str], spelling: Spelling) -> list[tuple[bytes, bytes]]:
+    """The CAP extension echoed when the caller asked for it (either header name), in the
+    header of the request's spelling, as A2A says a server confirms an activation."""
+    asked = f"{headers.get('a2a-extensions', '')},{headers.get('x-a2a-extensions', '')}"
+    if CAP_EXTENSION not in (uri.strip() for uri in asked.split(",")):
+        return []
+    return [(EXTENSIONS_HEADER[spelling].lower().encode(), CAP_EXTENSION.encode())]
 
 
 def _submitted(task: Task) -> Task:
