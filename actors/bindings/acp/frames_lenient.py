@@ -39,19 +39,29 @@ _UPDATE_TAGS = frozenset(cls.__struct_config__.tag for cls in f.SessionUpdate.__
 
 def decode_payload(raw: bytes, type: type[T]) -> T:
     """``raw`` as ``type``, repaired when only optional parts are bad; else PayloadError."""
+    value, obj, error = _strict(raw, type)
+    if error is None:
+        return value  # type: ignore[return-value]
+    return repair(obj, type, error)
+
+
+def _strict(raw: bytes, type: type[T]) -> tuple[T | None, Any, msgspec.ValidationError | None]:
+    """The strict decode (the only cost on good input); refused: the untyped value and why.
+
+    Raises PayloadError when ``raw`` is not JSON at all.
+    """
     try:
-        return msgspec.json.decode(raw, type=type)
+        return msgspec.json.decode(raw, type=type), None, None
     except msgspec.ValidationError as exc:
-        first = exc
+        error = exc
     except msgspec.DecodeError as exc:
         raise PayloadError(str(exc)) from None
     except RecursionError:
         raise PayloadError("nested too deeply") from None
     try:
-        obj = msgspec.json.decode(raw)
+        return None, msgspec.json.decode(raw), error
     except (msgspec.DecodeError, RecursionError) as exc:
         raise PayloadError(str(exc)) from None
-    return repair(obj, type, first)
 
 
 def repair(obj: Any, type: type[T], error: msgspec.ValidationError) -> T:
@@ -76,18 +86,9 @@ def decode_notification(raw: bytes) -> f.SessionNotification | f.LooseNotificati
     Raises PayloadError only when the envelope itself is unusable (no session
     id, no update object).
     """
-    try:
-        return msgspec.json.decode(raw, type=f.SessionNotification)
-    except msgspec.ValidationError as exc:
-        error = exc
-    except msgspec.DecodeError as exc:
-        raise PayloadError(str(exc)) from None
-    except RecursionError:
-        raise PayloadError("nested too deeply") from None
-    try:
-        obj = msgspec.json.decode(raw)
-    except (msgspec.DecodeError, RecursionError) as exc:
-        raise PayloadError(str(exc)) from None
+    value, obj, error = _strict(raw, f.SessionNotification)
+    if error is None:
+        return value  # type: ignore[return-value]
     if not isinstance(obj, dict):
         raise PayloadError("session/update params must be an object")
     update = obj.get("update")
