@@ -32,8 +32,10 @@ from trio_cap.events.log import FileEventLog
 pytestmark = pytest.mark.peers
 
 
+@pytest.mark.parametrize("version", ["both", "0.3"])
 async def test_sdk_client_drives_real_claude_with_a_permission_round_trip(
-        tmp_path: Path, peer: PeerFactory, model_server: ModelServer) -> None:  # noqa: F811
+        tmp_path: Path, peer: PeerFactory, model_server: ModelServer,  # noqa: F811
+        version: str) -> None:
     penv, workdir = peer("claude-code")
     target = workdir / "yes.txt"
     model_server.set_script(script_from_obj({
@@ -44,7 +46,8 @@ async def test_sdk_client_drives_real_claude_with_a_permission_round_trip(
                    "then": {"text": "Finished yes."}}]}))
     log = tmp_path / "served.caplog"
     async with serving(["--agent", "claude-code", "--binding", "stream-json", "--log",
-                        str(log)], workdir, env=penv.env) as (proc, url):
+                        str(log), "--a2a-version", version], workdir,
+                       env=penv.env) as (proc, url):
         async def flow():
             client = await sdk_client(url)
             hello = [ev async for ev in client.send_message(user_message("say hello"))]
