@@ -4,8 +4,9 @@ A probe spawns a program (~0.5 s for a Python console script), and every
 ``start_session`` of an agent found by probing used to pay it: 1,000 sessions
 of ``cap-agent`` took two minutes.  A probe's answer depends on the program
 file, so answers are kept per process and on disk, keyed by the program's
-resolved path, its size, mtime and ctime, and the PATH the probe ran with; a
-changed or replaced binary is probed again.
+resolved path, its size, mtime and ctime, the PATH the probe ran with and the
+newest mtime of trio-cap's own code; a changed or replaced binary (or a changed
+trio-cap, whose own ``cap-agent`` script never changes) is probed again.
 
 What is kept where, and why:
 
@@ -22,6 +23,7 @@ What is kept where, and why:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -32,7 +34,27 @@ from pathlib import Path
 MAX_AGE = 24 * 3600.0
 """Seconds a disk entry is believed."""
 
-Key = tuple[str, int, int, int, str]
+Key = tuple[str, int, int, int, str, int]
+
+
+@functools.cache
+def own_code_stamp() -> int:
+    """The newest mtime among trio-cap's own source files, once per process.
+
+    Part of every key: ``cap-agent`` is a console script whose file never changes when the
+    code behind it does (an editable install, an upgrade in place), and a day-old answer
+    once told the orchestrator that this build's own agent could not speak ACP."""
+    newest = 0
+    for root in (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[2]
+                 / "events"):
+        for dirpath, _dirs, files in os.walk(root):
+            for name in files:
+                if name.endswith((".py", ".toml")):
+                    try:
+                        newest = max(newest, os.stat(os.path.join(dirpath, name)).st_mtime_ns)
+                    except OSError:
+                        continue
+    return newest
 
 
 def cache_dir() -> Path:
@@ -48,7 +70,7 @@ def probe_key(program: str, path_env: str | None) -> Key | None:
         st = os.stat(real)
     except OSError:
         return None
-    return (real, st.st_size, st.st_mtime_ns, st.st_ctime_ns, path_env or "")
+    return (real, st.st_size, st.st_mtime_ns, st.st_ctime_ns, path_env or "", own_code_stamp())
 
 
 class ProbeCache:

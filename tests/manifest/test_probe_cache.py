@@ -131,3 +131,16 @@ def test_cap_manifest_resolve_no_cache_probes_again(tmp_path: Path) -> None:
         assert "probe" in done.stdout
     assert runs(tmp_path) == 2  # the second call reused the disk cache; --no-cache did not
     assert list((tmp_path / "xdg-cache" / "trio-cap" / "probes").glob("*.json"))
+
+
+def test_a_change_to_trio_caps_own_code_is_a_new_key(tmp_path) -> None:
+    """cap-agent's console script never changes when the code behind it does."""
+    import os
+
+    from trio_cap.actors.manifest import probe_cache
+
+    program = tmp_path / "agent"
+    program.write_text("#!/bin/sh\n")
+    key = probe_cache.probe_key(str(program), "/bin")
+    assert key is not None and key[-1] == probe_cache.own_code_stamp()
+    assert probe_cache.own_code_stamp() >= os.stat(probe_cache.__file__).st_mtime_ns
