@@ -254,3 +254,25 @@ async def test_the_cap_extension_is_echoed_when_asked_for(tmp_path: Path) -> Non
         plain = await http.post(RPC_PATH, json=_send("hi", "message/send"))
         assert "x-a2a-extensions" not in plain.headers  # a plain A2A client is served too
         assert plain.json()["result"]["status"]["state"] == "completed"
+
+
+async def test_non_blocking_send_list_tasks_and_a_public_url(tmp_path: Path) -> None:
+    async with publish(tmp_path, public_url="https://agents.example/cap/") as pub, \
+            httpx.AsyncClient(base_url=f"http://127.0.0.1:{pub.server.port}",
+                              timeout=60) as http:
+        card = (await http.get("/.well-known/agent-card.json")).json()
+        assert card["url"] == "https://agents.example/cap/a2a/jsonrpc"
+        assert {i["url"] for i in card["supportedInterfaces"]} == {card["url"]}
+        body = _send("wait 30", "message/send")
+        body["params"]["configuration"] = {"blocking": False}
+        early = (await http.post(RPC_PATH, json=body)).json()["result"]
+        assert early["status"]["state"] in ("submitted", "working")  # answered at once
+        cancel = {"jsonrpc": "2.0", "id": 2, "method": "tasks/cancel",
+                  "params": {"id": early["id"]}}
+        assert (await http.post(RPC_PATH, json=cancel)).json()["result"]["status"][
+            "state"] == "canceled"
+        listed = (await http.post(RPC_PATH, headers=V1, json={
+            "jsonrpc": "2.0", "id": 3, "method": "ListTasks", "params": {}})).json()["result"]
+        assert [t["id"] for t in listed["tasks"]] == [early["id"]]
+        assert listed["tasks"][0]["status"]["state"] == "TASK_STATE_CANCELED"
+        assert listed["totalSize"] == 1
