@@ -68,7 +68,8 @@ def test_peers_list_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["name"] for r in rows] == list(PEERS)
     assert not any(r["installed"] for r in rows)
-    assert {r["api"] for r in rows} == {"anthropic", "gemini", "openai-chat", "openai-responses"}
+    assert {r["api"] for r in rows} == {"anthropic", "gemini", "openai-chat", "openai-responses",
+                                        "none"}  # none: the ACP SDKs' example agents
 
 
 def test_peers_list_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
