@@ -104,8 +104,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="conversations open at once (default 64; more are refused)")
     a2a.add_argument("--idle-close", type=float, default=1800.0, metavar="S",
                      help="close a conversation's session (ending its agent) after S seconds "
-                     "without a task or a call (default 1800; 0: never); later messages to "
-                     "it are refused")
+                     "without a call while no task is at work (a question nobody answers "
+                     "counts as idle; default 1800; 0: never); later messages are refused")
     a2a.add_argument("--max-request-bytes", type=int, default=4 * 1024 * 1024, metavar="N",
                      help="largest JSON-RPC body (default 4 MiB; larger gets HTTP 413)")
     a2a.set_defaults(func=serve_a2a)

@@ -375,3 +375,25 @@ async def test_an_idle_conversation_is_closed(tmp_path: Path) -> None:
             return "accepted"
 
         assert await in_thread(again) == "UnsupportedOperationError"
+
+
+async def test_a_question_nobody_answers_is_closed_when_idle(tmp_path: Path) -> None:
+    import trio
+
+    from trio_cap.actors.bindings.a2a.serve_sessions import SessionOptions
+
+    options = SessionOptions(cwd=str(tmp_path), idle_close=0.3)
+    async with publish(tmp_path, options=options) as pub:
+        async def ask():
+            client = await sdk_client(pub.url)
+            events = [ev async for ev in client.send_message(user_message("ask: x? [a|b]"))]
+            await client.close()
+            return events
+
+        task_id, context = ids_of(await in_thread(ask))
+        with trio.fail_after(30):
+            await pub.orch.wait_until(
+                lambda s: s.sessions.sessions[context].status in ("completed", "cancelled",
+                                                                  "failed"))
+        task = pub.server.publisher.machine.tasks[task_id]
+        assert task.state == "failed" and "without use" in task.status.message.parts[0].text

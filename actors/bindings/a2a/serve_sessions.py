@@ -57,8 +57,9 @@ class SessionOptions:
     cancel_wait: float = 30.0
     """Seconds ``tasks/cancel`` waits for the turn to end before answering with its state."""
     idle_close: float | None = 1800.0
-    """Seconds a conversation with no task running may sit unused before its session is
-    closed (its agent process ended); later messages to it are refused (None: never)."""
+    """Seconds a conversation with no task at work (none, or one waiting for an answer that
+    does not come) may sit unused before its session is closed, its agent ended and a
+    waiting task failed; later messages to it are refused (None: never)."""
 
 
 class Publisher:
@@ -177,11 +178,13 @@ class Publisher:
             now = trio.current_time()
             for context in list(self.machine.contexts.values()):
                 session = self.sessions.get(context.id)
-                if context.ended is not None or context.active is not None or \
-                        session is None or now - self._used.get(context.id, now) < idle:
-                    continue
-                self.machine.end_context(context.id, f"closed after {idle:g} s without use",
-                                         self.orch.clock.now())
+                active = self.machine.tasks[context.active] if context.active else None
+                if context.ended is not None or session is None or (
+                        active is not None and not active.interrupted) or \
+                        now - self._used.get(context.id, now) < idle:
+                    continue  # a task at work is never idle; one waiting for an answer is
+                self._publish(self.machine.end_context(
+                    context.id, f"closed after {idle:g} s without use", self.orch.clock.now()))
                 self._used.pop(context.id, None)
                 try:
                     await session.close()
