@@ -186,7 +186,18 @@ def test_no_output_after_enter_re_sends_it_a_bounded_number_of_times() -> None:
     assert [o.data for o in got if isinstance(o, ToAgent)] == [b"\r", b"\r"]
     (err,) = of(got, CapError)
     assert err.code == "pty_blocked" and "still in the agent's input line" in err.message
-    assert not of(got, TurnEnded)
+    assert of(got, TurnEnded) == [TurnEnded("error")]  # failed, not left hanging
+
+
+def test_no_output_at_all_after_the_enters_is_reported_and_the_turn_fails() -> None:
+    r = Run()
+    r.ready()
+    r.prompt("x", echo=False)
+    got = r.settle()
+    assert [o.data for o in got if isinstance(o, ToAgent)] == [b"\r", b"\r"]
+    (err,) = of(got, CapError)
+    assert err.code == "pty_blocked" and "drew no output" in err.message
+    assert of(got, TurnEnded) == [TurnEnded("error")]  # the idle prompt still shows
 
 
 def test_a_dropped_enter_is_recovered_and_the_turn_ends_normally() -> None:
@@ -425,3 +436,26 @@ def test_a_broken_screen_feed_is_a_parse_error_not_an_exception() -> None:
     r.m.screen.feed = boom  # type: ignore[method-assign]
     (err,) = of(r.at(0.0, b"x"), CapError)
     assert err.code == "parse_failed" and "emulator bug" in err.message
+
+
+def test_queued_input_is_typed_mid_turn_and_each_prompt_gets_its_turn_end() -> None:
+    r = Run(queued=True, pty={"queued_input_supported": True})
+    r.ready()
+    r.prompt("sleep 1")
+    r.reply(b"\r\n")
+    typed = r.prompt("echo later", echo=False)
+    assert typed == [b"echo later", b"\r"]  # typed at once: the program reads it when ready
+    got = r.reply(b"tcap$ echo later\r\nlater\r\n" + PROMPT)
+    assert of(got, TurnEnded) == [TurnEnded("end_turn")] * 2
+
+
+def test_without_queued_input_a_prompt_mid_turn_waits_for_the_turn_end() -> None:
+    r = Run()
+    r.ready()
+    r.prompt("sleep 1")
+    r.reply(b"\r\n")
+    assert r.send(UserInputInject(content=(ContentBlock(text="next"),))) == []
+    r.at(r.t + 0.01, PROMPT)
+    got = r.step()  # the settle that ends the turn types the held prompt
+    assert of(got, TurnEnded) == [TurnEnded("end_turn")]
+    assert got.index(TurnEnded("end_turn")) < got.index(ToAgent(b"next"))

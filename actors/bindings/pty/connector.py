@@ -20,8 +20,9 @@ an error in the caller's body  that error, unchanged (the group is ended first)
 =============================  ===================================================
 
 Time is ``trio.current_time()`` (an autojump clock in tests); ids come from the
-spec's id source.  ``spec.options["pty.raw_bytes"]`` (or the connector's
-``raw_bytes``) opts in to ``cap.pty.raw_bytes``; ``spec.options["pty.record"]``,
+spec's id source.  ``spec.options["pty.raw_bytes"]``, the connector's
+``raw_bytes`` or a session recorded with ``--record raw`` opts in to
+``cap.pty.raw_bytes``; ``spec.options["pty.record"]``,
 a list, receives every machine input as ``(method, args)`` so a session replays
 through a fresh machine (:func:`replay`).
 """
@@ -81,6 +82,8 @@ def settings_for(manifest: Manifest, *, raw_bytes: bool = False,
         idle=_compile(parse.idle),
         learn_prompt=bool(opts.get("pty.learn_prompt", learn)),
         blocked=_compile((*BUILTIN_BLOCKED, *parse.x_blocked)),
+        busy=_compile(parse.x_busy),
+        redraw=pty.x_redraw,
         chrome=_compile((*BUILTIN_CHROME, *parse.x_chrome)),
         tool_call_start=_one(parse.tool_call_start), tool_call_end=_one(parse.tool_call_end),
         plan_section=_one(parse.plan_section), thought_section=_one(parse.thought_section),
@@ -88,6 +91,8 @@ def settings_for(manifest: Manifest, *, raw_bytes: bool = False,
         error_lines=_compile(parse.error_lines),
         bracketed_paste=pty.bracketed_paste,
         cancel=manifest.capabilities.mid_turn_cancel,
+        cancel_keys=tuple(k.encode() for k in pty.x_cancel_keys) or (b"\x03",),
+        text_prefix=_one(parse.x_text_prefix),
         queued_input=manifest.capabilities.queued_input and pty.queued_input_supported,
         idle_window=float(opts.get("pty.idle_window", pty.x_idle_ms / 1000.0)),
         enter_gap=pty.x_enter_delay_ms / 1000.0,
@@ -287,7 +292,9 @@ class PtyConnector:
         if not isinstance(manifest, Manifest):
             deliver.close()
             raise ConnectError("pty: the session has no manifest to read [pty] and [parse] from")
-        settings = settings_for(manifest, raw_bytes=self.raw_bytes, options=spec.options)
+        recorder = spec.options.get("recorder")  # `cap run --record raw` opts in to raw bytes
+        raw = self.raw_bytes or bool(getattr(recorder, "raw", False))
+        settings = settings_for(manifest, raw_bytes=raw, options=spec.options)
         timeout = (self.init_timeout if self.init_timeout is not None
                    else manifest.startup.init_timeout_seconds)
         ids: IdSource = spec.ids or RandomIds()

@@ -35,7 +35,9 @@ P4    a prompt typed                                  its text, then Enter after
                                                       bracketed paste when the manifest allows
                                                       it and the program enabled mode 2004
 P5    BUSY, settle, no output since Enter, or the     Enter again (at most ``submit_retries``
-      input line still shows the prompt's text        times; then ``cap.error`` ``pty_blocked``)
+      input line still shows the prompt's text        times; then ``cap.error`` ``pty_blocked``
+                                                      and the turn fails: at once if the text
+                                                      is still there, else at its idle settle)
 P6    BUSY, settle, a dialog shows                    ``cap.ask_user`` (choices from the lines
                                                       under it); the answer is typed back
 P7    a complete line (or the settled last line)      ``cap.ask_user``, a yes/no or a choice
@@ -463,6 +465,7 @@ class PtyMachine:
             return self._submit(turn)
         if self._ask is not None:
             return []  # waiting for the answer
+        pending: list[Output] = []
         if not turn.verified:
             shown = self._input_shown(turn, rows)
             if not turn.output_after_enter or shown:
@@ -470,29 +473,51 @@ class PtyMachine:
                     turn.retries += 1
                     return self._write(ENTER)
                 turn.verified = True
-                if shown:
-                    return [CapError(code="pty_blocked",
-                                     message=f"the prompt is still in the agent's input line "
-                                             f"after {turn.retries + 1} Enters")]
+                turn.failed = True  # the prompt never visibly reached the program
+                why = "is still in the agent's input line" if shown else "drew no output"
+                error = CapError(code="pty_blocked", message=f"the prompt {why} after "
+                                 f"{turn.retries + 1} Enters")
+                if shown:  # it never will: the turn ends, failed, instead of hanging
+                    return [error, *self._end_turn(turn, "error")]
+                pending = [error]
             turn.verified = True
         dialog = self._dialog_rows()
         if dialog and not turn.cancelled:
-            return self._dialog_ask(rows, dialog, turn)
-        out: list[Output] = []
+            return pending + self._dialog_ask(rows, dialog, turn)
+        out: list[Output] = pending
         if last_y is not None and not turn.cancelled:
             out += self._ask_on_line(last, (self.screen.generation, self.screen.scrolled + last_y),
                                      rows[last_y + 1:])
             if self._ask is not None:
                 return self._commit(turn, self.screen.scrolled + last_y) + out
         if self.s.ask_options is not None and not turn.cancelled:
-            out = self._commit(turn, self.screen.cursor_row) + out  # may find the question
+            # may find the question (a repainted screen shows it only on a settled commit)
+            repainted = self.screen.alternate or self.s.redraw
+            out = self._commit(turn, self.screen.cursor_row, settled=repainted) + out
             if turn.options is not None:
                 return out + self._ask_options(turn, rows)
         if (last_y is not None and self._idle(last) and not self._busy(rows)
                 and self._busy_deadline() is None):
             out = self._commit(turn, self.screen.scrolled + last_y, settled=True) + out
             return out + self._end_turn(turn, "cancelled" if turn.cancelled else "end_turn")
-        return self._commit(turn, self.screen.cursor_row, settled=True) + out
+        upto = self.screen.cursor_row
+        if self.screen.alternate or self.s.redraw:
+            upto = self._stable_upto(rows, upto)
+        return self._commit(turn, upto, settled=True) + out
+
+    def _stable_upto(self, rows: Sequence[str], upto: int) -> int:
+        """A settle mid-turn on a repainted screen: the last text row may still be growing
+        (a reply paused mid-line), so it is left for a later settle; the rows above it are
+        done.  Otherwise its first half would be text, and then the whole line again."""
+        scrolled = self.screen.scrolled
+        for y in range(min(upto - scrolled, len(rows)) - 1, -1, -1):
+            text = rows[y]
+            if text.strip() and not matches(self.s.chrome, text) and not self._idle(text.strip()):
+                asks = (p for p in (self.s.ask_yes_no, self.s.ask_options) if p is not None)
+                if any(p.search(text) is not None for p in asks):
+                    return upto  # a question waits for its answer: it is complete
+                return scrolled + y
+        return upto
 
     def _settle_starting(self, rows: list[str], last: str) -> list[Output]:
         dialog = [r.strip() for r in rows if r.strip() and matches(self.s.blocked, r)]

@@ -31,6 +31,8 @@ ENTER_GAP = 0.03
 """Seconds between typing a prompt and pressing Enter, so a TUI does not drop the Enter."""
 SUBMIT_RETRIES = 2
 """Enters re-sent when a settled screen still shows the prompt in the input line."""
+CANCEL_GAP = 0.1
+"""Seconds between the writes of a multi-key cancel (Esc, then Esc again)."""
 PASTE_THRESHOLD = 1024
 """Input longer than this many bytes (or with a newline) goes as one bracketed paste."""
 
@@ -73,6 +75,13 @@ class PtySettings:
     """Also count the line shown at ready as idle (an ad-hoc ``pty:CMD`` whose prompt the
     default idle patterns do not know, e.g. ``bash-5.2$``)."""
     blocked: Sequence[Matcher] = ()
+    busy: Sequence[Matcher] = ()
+    """Lines that say the program is working: never ready or idle while one shows."""
+    busy_wait: float = 30.0
+    """With ``busy`` lines: how long after Enter an idle-looking screen that never showed
+    one still does not end the turn (an agent that fails before it starts)."""
+    redraw: bool = False
+    """The program repaints its main screen in place (Ink): read output as P12 does."""
     chrome: Sequence[Matcher] = ()
     tool_call_start: Matcher | None = None
     tool_call_end: Matcher | None = None
@@ -84,6 +93,10 @@ class PtySettings:
     bracketed_paste: bool = False
     cancel: str = "graceful"
     """``capabilities.mid_turn_cancel``: graceful (Ctrl-C), hard (kill), none (refuse)."""
+    cancel_keys: tuple[bytes, ...] = (b"\x03",)
+    """What a graceful cancel types, one write per item :data:`CANCEL_GAP` apart."""
+    text_prefix: Matcher | None = None
+    """A reply glyph (``● ``) stripped from the start of text lines."""
     queued_input: bool = False
     idle_window: float = IDLE_WINDOW
     enter_gap: float = ENTER_GAP
