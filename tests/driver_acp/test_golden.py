@@ -17,6 +17,8 @@ import pytest
 from tests.driver_acp.conftest import sdk_sdist
 from trio_cap.actors.bindings.acp import frames as f
 
+pytestmark = pytest.mark.peers  # the official SDKs' peers (cap peers install)
+
 TYPES: dict[str, object] = {
     "cancel_notification": f.SessionIdParams,
     "initialize_request": f.InitializeParams,

@@ -27,6 +27,8 @@ from trio_cap.events.kinds import (
     PermissionRequest,
 )
 
+pytestmark = pytest.mark.peers  # the official SDKs' peers (cap peers install)
+
 SECONDS = 60
 EXERCISER = Path(__file__).with_name("exerciser_agent.py")
 

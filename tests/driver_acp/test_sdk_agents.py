@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from tests.driver_acp.conftest import peer_program
@@ -26,6 +27,8 @@ from trio_cap.events.kinds import (
     ToolCallEnd,
     ToolCallStart,
 )
+
+pytestmark = pytest.mark.peers  # the official SDKs' peers (cap peers install)
 
 SECONDS = 60
 
