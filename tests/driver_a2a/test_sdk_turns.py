@@ -181,3 +181,19 @@ async def test_cap_ask_through_a_data_part_and_usage_on_completion(
     assert len(events_of(orch, session.id, SessionInputRequired)) == 1
     assert not events_of(orch, session.id, SessionWarning)
     assert extensions and all("cap-protocol/v1" in e for e in extensions)
+
+
+async def test_cancelling_the_session_cancels_the_running_task(
+        orch: Orchestrator, spelling: str, tmp_path: Path) -> None:
+    slow = Slow()
+    with A2aServer(slow, versions=SPELLINGS[spelling]).running() as srv, \
+            trio.fail_after(SECONDS):
+        session = await orch.start_session(f"a2a:{srv.base}", cwd=tmp_path)
+        await session.inject("work forever")
+        await _poll(orch, lambda: any(c.text == "started" for c in
+                                      events_of(orch, session.id, TextChunk)))
+        await session.cancel("session")
+        view = await session.wait_terminal()
+        cancelled = await trio.to_thread.run_sync(slow.cancelled.wait, SECONDS)
+    assert view.status == "cancelled"
+    assert cancelled, "leaving the session must cancel the A2A task at the agent"

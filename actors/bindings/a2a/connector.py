@@ -71,6 +71,9 @@ from trio_cap.actors.ids import IdSource, RandomIds
 from trio_cap.events.kinds import Cancel, CancelScope, Event, SessionWarning
 
 TOKEN_ENV = "CAP_A2A_TOKEN"
+CANCEL_BOUND = 5.0
+"""Seconds a cancel may take at the agent while the session is being left."""
+_CANCEL_METHODS = frozenset(m.cancel for m in f.METHODS.values())
 MAX_CARD = 1 << 20
 MAX_BODY = 16 << 20
 
@@ -114,7 +117,10 @@ class A2aConnection:
                     rest.append(item)
             # Delivered first: the exchange being closed may be the very task running this
             # step, and a cancelled scope would drop the turn's end on the floor.
-            await self.out(rest)
+            try:
+                await self.out(rest)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass  # the session stopped listening: it is being left, nothing is waited on
             for scope in closing:
                 scope.cancel()
 
@@ -134,7 +140,12 @@ class A2aConnection:
 
     async def _exchange(self, post: Post) -> None:
         rid = post.request_id
-        with trio.CancelScope() as scope:
+        # A cancel must reach the agent even when the session is being torn down around it
+        # (cap.cancel scope session, a shutdown): shielded, and bounded instead.
+        cancel = post.method in _CANCEL_METHODS
+        with trio.CancelScope(shield=cancel) as scope:
+            if cancel:
+                scope.deadline = trio.current_time() + CANCEL_BOUND
             self.scopes[rid] = scope
             if post.delay:
                 await trio.sleep(post.delay)
@@ -170,9 +181,10 @@ class A2aConnection:
 
     async def shutdown(self) -> None:
         """Leaving the session: cancel a running task at the agent (bounded), end every exchange."""
-        with trio.move_on_after(5) as bound:
+        with trio.move_on_after(CANCEL_BOUND) as bound:
             bound.shield = True
-            if self.machine.turn_open and self.machine.task_id is not None:
+            if self.machine.turn_open and self.machine.task_id is not None \
+                    and not self.machine.closed:
                 async with self.lock:
                     posts = [p for p in self.machine.send([Cancel(scope="current_turn")])
                              if type(p) is Post]

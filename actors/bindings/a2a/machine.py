@@ -426,6 +426,11 @@ class A2aDriver:
     # ---- agent → orchestrator ----------------------------------------------------------------
 
     def receive_frame(self, frame: object) -> list[Output]:
+        if self.closed:  # the session is over: a late answer (the last cancel's) says nothing
+            rid = getattr(frame, "request_id", None)
+            if rid is not None:
+                self._forget(rid)
+            return []
         kind = type(frame)
         if kind is SseBatch:
             return self._events(frame.request_id, frame.datas)  # type: ignore[attr-defined]
