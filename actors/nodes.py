@@ -11,7 +11,12 @@ The resume rules (a session continued on the new node) are not in this build,
 so a takeover ends each such session with ``session.failed`` ``node_lost``,
 recorded after one ``node.takeover`` naming them (``resumed: false``).  Two
 nodes taking over at once cannot both do it: on PostgreSQL the takeover runs
-under a database-wide advisory lock and re-reads the log once it holds it.
+under a database-wide advisory lock and re-reads the log once it holds it.  And
+a lost node that was only paused cannot write after its takeover: the taker
+fences it in the database first (``cap_fenced``), every append carries its
+node's id, and ``cap_append`` refuses a fenced node's appends — the node's
+next append (a heartbeat at the latest) fails with the reason and its run
+ends.
 
 Everything is decided from the log alone (:func:`fold_nodes` is pure), so a
 replay tells who owned what and who took over when.  Lease times come from one
@@ -131,8 +136,11 @@ async def take_over(log: EventLog, node: str, *, clock: Clock | None = None) -> 
     async with (exclusive("takeover") if exclusive else nullcontext()):
         view = read_nodes(log)  # synchronous, as every log read is
         now = await lease_now(log, clock)
+        fence = getattr(log, "fence", None)
         for lost, until in view.lapsed(now, exclude=node):
             sessions = tuple(view.live_sessions(lost))
+            if fence is not None:
+                await fence(lost, node)  # from here on the database refuses its appends
             seq = await log.append([NodeTakeover(node=node, lost=lost, lapsed_at=until,
                                                  sessions=sessions, resumed=False)],
                                    stream=NODE_STREAM + node)
@@ -184,6 +192,8 @@ async def open_node(log: EventLog, node_id: str | None = None, *, lease: float =
                     clock: Clock | None = None) -> AsyncIterator[Node]:
     """Heartbeat while the block runs; ``node.stopped`` when it ends (not when killed)."""
     node = Node(log, node_id, lease=lease, clock=clock)
+    if hasattr(log, "node"):
+        log.node = node.id  # type: ignore[attr-defined] - appends carry it: fencing
     async with trio.open_nursery() as nursery:
         await nursery.start(node._beat)
         try:

@@ -78,7 +78,7 @@ _RANGE = ("SELECT seq, at, stream, cause, payload FROM cap_events "
           "WHERE seq BETWEEN %s AND %s ORDER BY seq")
 _STREAM = ("SELECT seq, at, stream, cause, payload FROM cap_events "
            "WHERE stream = %s AND seq BETWEEN %s AND %s ORDER BY seq")
-_APPEND = "SELECT cap_append(%b, %b, %b, %b, %b, %b)"  # binary: payloads travel as bytes
+_APPEND = "SELECT cap_append(%b, %b, %b, %b, %b, %b, %b)"  # binary: payloads travel as bytes
 _HEAD = "SELECT last_seq FROM cap_head"
 
 _logger = logging.getLogger("trio_cap.log.postgres")
@@ -116,6 +116,9 @@ class PostgresEventLog(EventLog):
         self._listener: _Listener | None = None
         self.retries = 0
         """Appends that met a lost connection and were resolved (committed or retried)."""
+        self.node: str | None = None
+        """The node appending through this log (set by ``open_node``): once another node
+        fenced it (:meth:`fence`), the database refuses its appends."""
         try:
             self._reader = connect(url, connect_timeout=connect_timeout)
         except psycopg.ProgrammingError as exc:
@@ -185,7 +188,7 @@ class PostgresEventLog(EventLog):
                     kinds: list[str], payloads: list[bytes]) -> int:
         """The batch through the non-blocking append connection; a failure that leaves the
         outcome unknown is resolved by its token on the blocking driver."""
-        params = append_params(token, stream, cause, at, kinds, payloads)
+        params = append_params(token, stream, cause, at, kinds, payloads, self.node)
         async with self._writer_lock:
             try:
                 if self._writer is None or self._writer.broken:
@@ -208,7 +211,7 @@ class PostgresEventLog(EventLog):
         """One batch, one transaction, on the blocking driver; ``lost``: the first attempt's
         connection failed (why), so the token is looked up before anything is sent again."""
         deadline = None if lost is None else time.monotonic() + self.reconnect_timeout
-        params = (token, stream, cause, at, kinds, payloads)
+        params = (token, stream, cause, at, kinds, payloads, self.node)
 
         def append(conn: psycopg.Connection) -> int:
             return conn.execute(_APPEND, params).fetchone()[0]
@@ -361,6 +364,16 @@ class PostgresEventLog(EventLog):
                     "SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()[0]
             except psycopg.Error as exc:
                 raise Unavailable(f"{self.path}: {why(exc)}") from None
+
+    async def fence(self, node: str, by: str) -> None:
+        """Refuse every later append of ``node`` (it was taken over by ``by``), in the
+        database, before the taker writes anything about it."""
+        def fence() -> None:
+            self._pool.run(lambda conn: conn.execute(
+                "INSERT INTO cap_fenced (node, fenced_by) VALUES (%s, %s) "
+                "ON CONFLICT (node) DO NOTHING", (node, by)))
+
+        await trio.to_thread.run_sync(fence)
 
     def head(self) -> int:
         """The last committed seq in the database now (which may be ahead of ``last_seq``)."""

@@ -20,7 +20,10 @@ Tables (migration 1):
 
 Migration 2 adds ``cap_append(...)``: the whole append (lock, number, insert,
 token, NOTIFY with the new high-water seq) in one server-side call, so an
-append costs one round trip and one commit whatever its size.
+append costs one round trip and one commit whatever its size.  Migration 3
+adds ``cap_fenced``: a node that was taken over is listed there (by the taker,
+before it writes anything), and ``cap_append`` refuses that node's appends
+under the head lock — so nothing a lost node writes can follow its takeover.
 """
 
 from __future__ import annotations
@@ -59,6 +62,42 @@ DECLARE
     last bigint;
 BEGIN
     UPDATE cap_head SET last_seq = last_seq + n RETURNING last_seq INTO last;
+    INSERT INTO cap_appends (token, last_seq) VALUES (p_token, last);
+    INSERT INTO cap_events (seq, stream, kind, at, cause, payload)
+        SELECT last - n + u.i, p_stream, u.k, p_at, p_cause, u.p
+        FROM unnest(p_kinds, p_payloads) WITH ORDINALITY AS u(k, p, i);
+    PERFORM pg_notify('cap_log.' || current_schema(), last::text);
+    RETURN last;
+END
+$$;
+"""),
+)
+
+MIGRATIONS += (
+    (3, "fenced nodes: a taken-over node's appends are refused in the database", """
+CREATE TABLE cap_fenced (
+    node      text PRIMARY KEY,
+    fenced_by text NOT NULL,
+    at        timestamptz NOT NULL DEFAULT now()
+);
+DROP FUNCTION cap_append(uuid, text, bigint, double precision, text[], bytea[]);
+CREATE FUNCTION cap_append(p_token uuid, p_stream text, p_cause bigint,
+                           p_at double precision, p_kinds text[], p_payloads bytea[],
+                           p_node text)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    n bigint := cardinality(p_payloads);
+    last bigint;
+    taker text;
+BEGIN
+    UPDATE cap_head SET last_seq = last_seq + n RETURNING last_seq INTO last;
+    IF p_node IS NOT NULL THEN  -- under the head lock: a fence committed before is seen
+        SELECT fenced_by INTO taker FROM cap_fenced WHERE node = p_node;
+        IF FOUND THEN
+            RAISE EXCEPTION 'node % was taken over by % after its lease lapsed; it may not '
+                            'append any more', p_node, taker USING ERRCODE = 'CAPF0';
+        END IF;
+    END IF;
     INSERT INTO cap_appends (token, last_seq) VALUES (p_token, last);
     INSERT INTO cap_events (seq, stream, kind, at, cause, payload)
         SELECT last - n + u.i, p_stream, u.k, p_at, p_cause, u.p

@@ -26,9 +26,9 @@ import trio
 from psycopg import pq
 
 _NAME = b"cap_append"
-_SQL = b"SELECT cap_append($1, $2, $3, $4, $5, $6)"
-_TYPES = (2950, 25, 20, 701, 1009, 1001)  # uuid, text, int8, float8, text[], bytea[]
-_BINARY = (1,) * 6
+_SQL = b"SELECT cap_append($1, $2, $3, $4, $5, $6, $7)"
+_TYPES = (2950, 25, 20, 701, 1009, 1001, 25)  # uuid, text, int8, float8, text[], bytea[], text
+_BINARY = (1,) * 7
 _TEXT_OID, _BYTEA_OID = 25, 17
 _len = struct.Struct(">i").pack
 _int8 = struct.Struct(">q")
@@ -46,10 +46,11 @@ def _array(oid: int, items: list[bytes]) -> bytes:
 
 
 def append_params(token: uuid.UUID, stream: str, cause: int | None, at: float,
-                  kinds: list[str], payloads: list[bytes]) -> list[bytes | None]:
+                  kinds: list[str], payloads: list[bytes],
+                  node: str | None) -> list[bytes | None]:
     return [token.bytes, stream.encode(), None if cause is None else _int8.pack(cause),
             _float8(at), _array(_TEXT_OID, [k.encode() for k in kinds]),
-            _array(_BYTEA_OID, payloads)]
+            _array(_BYTEA_OID, payloads), None if node is None else node.encode()]
 
 
 class AppendConnection:

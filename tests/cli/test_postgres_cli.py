@@ -17,6 +17,7 @@ import pytest
 from tests.pg_fixture import fresh_url
 from trio_cap.events.log import FileEventLog
 from trio_cap.events.log.postgres import PostgresEventLog
+from trio_cap.events.log.postgres_schema import LATEST
 
 CAP = [sys.executable, "-m", "trio_cap.actors.cli"]
 BOUND = 60.0
@@ -50,7 +51,8 @@ def shown(url: str) -> list[dict]:
 
 def test_migrate_creates_the_schema_once(pg_url):
     first = cap("log", "migrate", pg_url)
-    assert first.returncode == 0 and "schema version 0 -> 2" in first.stdout, first.stderr
+    assert first.returncode == 0 and f"schema version 0 -> {LATEST}" in first.stdout, \
+        first.stderr
     again = cap("log", "migrate", pg_url)
     assert again.returncode == 0 and "up to date" in again.stdout
 
@@ -210,3 +212,46 @@ def test_a_run_rides_out_a_postgresql_restart_and_loses_nothing(pg_server, pg_ur
     assert "session.completed" in kinds and kinds[-1] == "node.stopped"
     # the first append after the crash met a dead connection, resolved it and said so
     assert "the connection was lost during an append" in err and "Traceback" not in err
+
+
+def test_a_paused_node_that_was_taken_over_cannot_write_again(pg_url, tmp_path):
+    script = tmp_path / "slow.toml"
+    script.write_text('[[turn]]\nsteps = [ { say = "working" }, { wait = 3 }, '
+                      '{ say = "too late" } ]\n')
+    victim = subprocess.Popen(
+        [*CAP, "run", "--agent", "cap-agent", "--binding", "inproc", "--permissions", "allow",
+         "--cwd", str(tmp_path), "--task", "job", "--script", str(script), "--log", pg_url,
+         "--node", "sleepy", "--lease", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=ENV)
+    try:
+        deadline = time.monotonic() + BOUND
+        while True:  # bounded poll: until the turn is under way, then freeze the node
+            assert time.monotonic() < deadline and victim.poll() is None
+            try:
+                kinds = [e.kind for e in PostgresEventLog(pg_url, readonly=True).read()]
+            except Exception:
+                kinds = []
+            if "session.working" in kinds:
+                break
+            time.sleep(0.1)
+        victim.send_signal(signal.SIGSTOP)
+        took = cap("node", "--log", pg_url, "--take-over", "--once", "--node", "rescuer")
+        deadline = time.monotonic() + BOUND
+        while "took over node sleepy" not in took.stdout:  # its 1 s lease lapses
+            assert time.monotonic() < deadline, took.stdout + took.stderr
+            time.sleep(0.2)
+            took = cap("node", "--log", pg_url, "--take-over", "--once", "--node", "rescuer")
+    finally:
+        victim.send_signal(signal.SIGCONT)
+    _, err = victim.communicate(timeout=BOUND)
+    assert victim.returncode == 1, err
+    assert "taken over by rescuer" in err and "Traceback" not in err
+    events = shown(pg_url)
+    takeover = next(e for e in events if e["kind"] == "node.takeover")
+    sid = takeover["sessions"][0]
+    after = [e for e in events if e["seq"] > takeover["seq"]
+             and e["stream"] in (sid, "node:sleepy")]
+    # nothing the frozen node wrote follows its takeover: only the taker's session.failed
+    assert [(e["kind"], e.get("code")) for e in after] == [("session.failed", "node_lost")]
+    texts = "".join(e.get("text", "") for e in events if e["kind"] == "cap.text_chunk")
+    assert "too late" not in texts

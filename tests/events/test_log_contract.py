@@ -171,8 +171,8 @@ async def test_a_subscription_catches_up_then_follows_live_filtered_by_stream(ba
         await received.until(lambda got: got == [2])
         await log.append([chunk("b", 3)], stream="b")
         await log.append([chunk("a", 4)], stream="a")
-        await everything.until(lambda got: got == [1, 2, 3, 4])
-        assert received == [2, 3]
+        await everything.until(lambda got: len(got) >= 4)
+        await received.until(lambda got: len(got) >= 2)
         await log.aclose()  # ends both subscriptions once drained
     assert received == [2, 3] and everything == [1, 2, 3, 4]
 
