@@ -101,8 +101,10 @@ async def test_turn_writes_a_file_with_the_permission_answered_by_policy(
     model_server.set_script(script(name, target))
     before = set(live_groups())
     with trio.fail_after(SECONDS):
+        # Gemini's model is no ACP config option: the manifest puts `-m MODEL` in the argv
+        model = "gemini-picked-model" if name == "gemini-cli" else None
         session = await orch.start_session(name, "acp", cwd=workdir, permissions="allow",
-                                           options=options(name))
+                                           model=model, options=options(name))
         turn = await session.run_turn("create hello.txt please")
         view = await session.close()
     assert turn.stop_reason == "end_turn", log_of(orch, session.id, TextChunk)
@@ -122,6 +124,8 @@ async def test_turn_writes_a_file_with_the_permission_answered_by_policy(
                  if a.mime_type == "application/vnd.cap.coding.diff.v1+text"]
         assert diffs and "+hi from the agent" in (diffs[0].content or "")
     assert set(live_groups()) <= before  # the agent's whole process group is gone
+    if model is not None:
+        assert any(model in str(r.get("path", "")) for r in model_server.records)
 
 
 @pytest.mark.parametrize("driven", AGENTS, indirect=True)

@@ -263,8 +263,9 @@ class AcpConnector:
         mode = opts.get("acp_mode")
         if mode is None and config.permission_mode == "none":
             mode = tuning.get("bypass-mode")  # the agent's own no-prompt mode, for bypass
+        model = None if tuning.get("model-arg") else config.model  # else it went in the argv
         return ClientOptions(
-            cwd=os.path.abspath(config.cwd), model=config.model,
+            cwd=os.path.abspath(config.cwd), model=model,
             resume_id=config.session_resume_id,
             mcp_servers=tuple(opts.get("mcp_servers") or ()),
             auth_method=(opts.get("acp_auth_method") or env.get(AUTH_ENV)
@@ -283,6 +284,9 @@ class AcpConnector:
         argv = list(spec.argv)
         if argv and spec.config.permission_mode != "none":
             argv += [str(a) for a in acp_tuning(spec).get("review-args") or ()]
+        model_arg = acp_tuning(spec).get("model-arg")
+        if argv and spec.config.model and isinstance(model_arg, str):
+            argv += [model_arg, spec.config.model]  # an agent whose model is no config option
         argv += [str(a) for a in spec.options.get("acp_args") or ()]
         if not argv:
             deliver.close()
