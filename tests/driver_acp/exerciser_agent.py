@@ -25,6 +25,7 @@ from acp import (
     text_block,
     update_agent_message,
 )
+from acp.helpers import start_tool_call, tool_terminal_ref, update_tool_call
 from acp.interfaces import Client
 from acp.schema import (
     ElicitationFormSessionMode,
@@ -101,7 +102,14 @@ class Exerciser(Agent):
                 await conn.kill_terminal(session_id=sid, terminal_id=tid)
             out["exit"] = dump(await conn.wait_for_terminal_exit(session_id=sid, terminal_id=tid))
             out["output"] = dump(await conn.terminal_output(session_id=sid, terminal_id=tid))
+            if step.get("embed"):  # a tool call showing the terminal, finished after release
+                call = step["embed"]
+                await conn.session_update(session_id=sid, update=start_tool_call(
+                    call, "Run it", kind="execute", content=[tool_terminal_ref(tid)]))
             await conn.release_terminal(session_id=sid, terminal_id=tid)
+            if step.get("embed"):
+                await conn.session_update(session_id=sid, update=update_tool_call(
+                    step["embed"], status="completed", content=[tool_terminal_ref(tid)]))
             try:
                 await conn.terminal_output(session_id=sid, terminal_id=tid)
                 out["after_release"] = "answered"

@@ -25,6 +25,7 @@ from trio_cap.events.kinds import (
     CapError,
     PermissionDecided,
     PermissionRequest,
+    ToolCallEnd,
 )
 
 pytestmark = pytest.mark.peers  # the official SDKs' peers (cap peers install)
@@ -190,6 +191,18 @@ async def test_terminal_kill_and_release(orch: Orchestrator, workdir: Path) -> N
     assert killed["exit"]["exitCode"] is None and killed["exit"]["signal"] == "SIGTERM"
     assert killed["output"]["exitStatus"]["signal"] == "SIGTERM"
     assert killed["after_release"] == -32002
+
+
+async def test_a_tool_call_embedding_a_released_terminal_ends_with_its_output(
+        orch: Orchestrator, workdir: Path) -> None:
+    with trio.fail_after(SECONDS):
+        session = await start(orch, workdir)
+        (ran,) = await run(session, {"call": "terminal", "command": "echo", "args": ["shown"],
+                                     "embed": "call_t"})
+        await session.close()
+    assert ran["ok"]["after_release"] == -32002  # the id is gone …
+    (end,) = [e for e in log_of(orch, session, ToolCallEnd) if e.call_id == "call_t"]
+    assert end.output == "shown\n" and end.meta["acp"]["terminals"]  # … its output is not
 
 
 async def test_terminal_commands_go_through_the_permission_policy(

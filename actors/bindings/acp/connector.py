@@ -36,6 +36,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+import msgspec
 import trio
 
 from trio_cap.actors.bindings import jsonrpc as rpc
@@ -55,7 +56,7 @@ from trio_cap.actors.bindings.deliver import Deliverer
 from trio_cap.actors.bindings.process import AgentProcess, open_task_group, spawn_agent
 from trio_cap.actors.connection import AgentSpec, ConnectError
 from trio_cap.actors.recording import Recorder
-from trio_cap.events.kinds import CancelScope, CapError, Event
+from trio_cap.events.kinds import CancelScope, CapError, Event, ToolCallEnd
 
 AUTH_ENV = "TRIO_CAP_ACP_AUTH_METHOD"
 """Environment variable naming the ACP ``authenticate`` method to use (or the manifest's
@@ -112,6 +113,8 @@ class AcpConnection:
                     scope = self._serving.pop((type(item.rpc_id), item.rpc_id), None)
                     if scope is not None:
                         scope.cancel()
+                elif kind is ToolCallEnd and not item.output:
+                    batch.append(self._with_terminal_output(item))
                 elif kind is TurnEnded:
                     self._turns += 1
                     artifact = self.fs.turn_diff(self._turns)
@@ -122,6 +125,13 @@ class AcpConnection:
                     batch.append(item)
             if batch or received is not None:
                 await self.out(batch, received)
+
+    def _with_terminal_output(self, end: ToolCallEnd) -> ToolCallEnd:
+        """A finished call that embedded terminals ends with their output (kept after
+        release), which is what an editor keeps showing for it."""
+        ids = ((end.meta or {}).get("acp") or {}).get("terminals") or ()
+        texts = [t for t in (self.terminals.text_of(tid) for tid in ids) if t]
+        return msgspec.structs.replace(end, output="\n".join(texts)) if texts else end
 
     def _serve(self, request: Serve) -> None:
         scope = trio.CancelScope()

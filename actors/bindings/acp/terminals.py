@@ -33,6 +33,8 @@ from trio_cap.actors.bindings.process import describe_spawn_error
 DEFAULT_LIMIT = 1024 * 1024
 """Output kept when the agent names no ``outputByteLimit``."""
 MAX_TERMINALS = 16
+KEPT_RELEASED = 32
+"""Released terminals whose last output is kept, so tool calls that embed them still show it."""
 
 
 def keep_tail(buffer: bytearray, limit: int) -> bool:
@@ -124,7 +126,15 @@ class Terminals:
         self.env = dict(env)
         self.grace = grace
         self._live: dict[str, Terminal] = {}
+        self._released: dict[str, str] = {}
         self._count = 0
+
+    def text_of(self, terminal_id: str) -> str | None:
+        """A terminal's output as shown now (after release: as it was), None if unknown."""
+        term = self._live.get(terminal_id)
+        if term is not None:
+            return term.output().output
+        return self._released.get(terminal_id)
 
     def _get(self, terminal_id: str) -> Terminal:
         term = self._live.get(terminal_id)
@@ -174,6 +184,9 @@ class Terminals:
         term = self._get(params.terminal_id)
         await term.kill(self.grace)
         self._live.pop(term.id, None)
+        self._released[term.id] = term.output().output  # the id is invalid; its output is not
+        while len(self._released) > KEPT_RELEASED:
+            del self._released[next(iter(self._released))]
         await _close(term)
         return f.Empty()
 
