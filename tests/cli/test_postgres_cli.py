@@ -112,38 +112,49 @@ def test_two_nodes_append_at_once_and_a_follower_sees_both_live_in_seq_order(pg_
     assert sum(e["kind"] == "session.completed" for e in lines) == 2
 
 
-def test_kill_9_of_a_node_mid_run_and_takeover_by_another(pg_url, tmp_path):
-    script = tmp_path / "slow.toml"
-    script.write_text('[[turn]]\nsteps = [ { say = "working on it" }, { wait = 300 } ]\n')
-    victim = subprocess.Popen(
+def start_turn(url: str, tmp: Path, steps: str, node: str, lease: str) -> subprocess.Popen:
+    """A ``cap run`` as node ``node`` whose scripted turn (``steps``) is under way: a bounded
+    poll on the log until ``session.working``; its stderr is piped for the test to read."""
+    script = tmp / f"{node}.toml"
+    script.write_text(f"[[turn]]\nsteps = [ {steps} ]\n")
+    proc = subprocess.Popen(
         [*CAP, "run", "--agent", "cap-agent", "--binding", "inproc", "--permissions", "allow",
-         "--cwd", str(tmp_path), "--task", "long job", "--script", str(script), "--log", pg_url,
-         "--node", "doomed", "--lease", "1"], stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, env=ENV)
-    try:
-        deadline = time.monotonic() + BOUND
-        while True:  # bounded poll: until the turn is running
-            assert time.monotonic() < deadline and victim.poll() is None
-            try:
-                kinds = [e.kind for e in PostgresEventLog(pg_url, readonly=True).read()]
-            except Exception:  # the schema does not exist until the run created it
-                kinds = []
-            if "session.working" in kinds:
-                break
-            time.sleep(0.1)
-    finally:
-        victim.send_signal(signal.SIGKILL)
-        victim.wait(timeout=BOUND)
-    early = cap("node", "--log", pg_url, "--take-over", "--once", "--node", "rescuer",
-                "--lease", "30")
-    assert early.returncode == 0
-    took = early
+         "--cwd", str(tmp), "--task", "job", "--script", str(script), "--log", url,
+         "--node", node, "--lease", lease], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, env=ENV)
     deadline = time.monotonic() + BOUND
-    while "took over node doomed" not in took.stdout:  # the 1 s lease lapses
+    while True:
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise AssertionError(f"the run never started its turn: {proc.communicate()[1]}")
+        try:
+            kinds = [e.kind for e in PostgresEventLog(url, readonly=True).read()]
+        except Exception:  # the schema does not exist until the run created it
+            kinds = []
+        if "session.working" in kinds:
+            return proc
+        time.sleep(0.1)
+
+
+def take_over_until(url: str, lost: str) -> subprocess.CompletedProcess:
+    """``cap node --take-over --once`` until it takes over ``lost`` (bounded: a short lease)."""
+    deadline = time.monotonic() + BOUND
+    while True:
+        took = cap("node", "--log", url, "--take-over", "--once", "--node", "rescuer",
+                   "--lease", "30")
+        assert took.returncode == 0, took.stderr
+        if f"took over node {lost}" in took.stdout:
+            return took
         assert time.monotonic() < deadline, took.stdout + took.stderr
         time.sleep(0.2)
-        took = cap("node", "--log", pg_url, "--take-over", "--once", "--node", "rescuer",
-                   "--lease", "30")
+
+
+def test_kill_9_of_a_node_mid_run_and_takeover_by_another(pg_url, tmp_path):
+    victim = start_turn(pg_url, tmp_path, '{ say = "working on it" }, { wait = 300 }',
+                        "doomed", "1")
+    victim.send_signal(signal.SIGKILL)
+    victim.communicate(timeout=BOUND)
+    took = take_over_until(pg_url, "doomed")
     assert "marked failed: node lost" in took.stdout
     events = shown(pg_url)
     sid = next(e["session_id"] for e in events if e["kind"] == "session.created")
@@ -182,24 +193,9 @@ def test_a_database_without_a_log_or_a_bad_url_is_a_usage_error(pg_url, tmp_path
 
 
 def test_a_run_rides_out_a_postgresql_restart_and_loses_nothing(pg_server, pg_url, tmp_path):
-    script = tmp_path / "pause.toml"
-    script.write_text('[[turn]]\nsteps = [ { say = "before" }, { wait = 4 }, '
-                      '{ say = "after the restart" } ]\n')
-    run = subprocess.Popen(
-        [*CAP, "run", "--agent", "cap-agent", "--binding", "inproc", "--permissions", "allow",
-         "--cwd", str(tmp_path), "--task", "job", "--script", str(script), "--log", pg_url,
-         "--node", "steady", "--lease", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env=ENV)
-    deadline = time.monotonic() + BOUND
-    while True:  # bounded poll: until the turn is under way, then crash the server
-        assert time.monotonic() < deadline and run.poll() is None
-        try:
-            kinds = [e.kind for e in PostgresEventLog(pg_url, readonly=True).read()]
-        except Exception:
-            kinds = []
-        if "session.working" in kinds:
-            break
-        time.sleep(0.1)
+    run = start_turn(pg_url, tmp_path,
+                     '{ say = "before" }, { wait = 4 }, { say = "after the restart" }',
+                     "steady", "60")
     pg_server.stop("immediate")
     pg_server.start()
     _, err = run.communicate(timeout=BOUND)
@@ -215,32 +211,11 @@ def test_a_run_rides_out_a_postgresql_restart_and_loses_nothing(pg_server, pg_ur
 
 
 def test_a_paused_node_that_was_taken_over_cannot_write_again(pg_url, tmp_path):
-    script = tmp_path / "slow.toml"
-    script.write_text('[[turn]]\nsteps = [ { say = "working" }, { wait = 3 }, '
-                      '{ say = "too late" } ]\n')
-    victim = subprocess.Popen(
-        [*CAP, "run", "--agent", "cap-agent", "--binding", "inproc", "--permissions", "allow",
-         "--cwd", str(tmp_path), "--task", "job", "--script", str(script), "--log", pg_url,
-         "--node", "sleepy", "--lease", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env=ENV)
+    victim = start_turn(pg_url, tmp_path,
+                        '{ say = "working" }, { wait = 3 }, { say = "too late" }', "sleepy", "1")
+    victim.send_signal(signal.SIGSTOP)
     try:
-        deadline = time.monotonic() + BOUND
-        while True:  # bounded poll: until the turn is under way, then freeze the node
-            assert time.monotonic() < deadline and victim.poll() is None
-            try:
-                kinds = [e.kind for e in PostgresEventLog(pg_url, readonly=True).read()]
-            except Exception:
-                kinds = []
-            if "session.working" in kinds:
-                break
-            time.sleep(0.1)
-        victim.send_signal(signal.SIGSTOP)
-        took = cap("node", "--log", pg_url, "--take-over", "--once", "--node", "rescuer")
-        deadline = time.monotonic() + BOUND
-        while "took over node sleepy" not in took.stdout:  # its 1 s lease lapses
-            assert time.monotonic() < deadline, took.stdout + took.stderr
-            time.sleep(0.2)
-            took = cap("node", "--log", pg_url, "--take-over", "--once", "--node", "rescuer")
+        take_over_until(pg_url, "sleepy")
     finally:
         victim.send_signal(signal.SIGCONT)
     _, err = victim.communicate(timeout=BOUND)
