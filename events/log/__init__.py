@@ -1,4 +1,5 @@
-"""Event log backends: memory and the embedded file log, and repair of damaged file logs."""
+"""Event log backends: memory, the embedded file log and PostgreSQL (``PostgresEventLog``,
+imported on first use), and repair of damaged file logs."""
 
 from trio_cap.events.log.base import EventLog, LogClosed, Subscription
 from trio_cap.events.log.errors import (
@@ -31,3 +32,12 @@ __all__ = [
     "Subscription",
     "repair",
 ]
+
+
+def __getattr__(name: str):
+    """``PostgresEventLog`` on first use: importing the log never imports psycopg."""
+    if name == "PostgresEventLog":
+        from trio_cap.events.log.postgres import PostgresEventLog
+
+        return PostgresEventLog
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
