@@ -71,7 +71,7 @@ def _settings() -> Any:
 
     m = validate_data({
         "agent": {"name": "bench", "binary": "x", "profiles": []},
-        "startup": {"command": ["x"], "ready_when": {"pattern": "Welcome"}},
+        "startup": {"command": ["x"], "ready_when": {"pattern": "\\S"}},
         "pty": {"cols": COLS, "rows": ROWS},
         "parse": {"idle": ["^>\\s*$"], "tool_call_start": "^⏺ (?P<tool>\\w+)\\((?P<args>.*)\\)$"},
         "capabilities": {"streaming_output": True},

@@ -241,8 +241,10 @@ def test_output_longer_than_the_screen_comes_whole_from_the_scrollback() -> None
     r.ready()
     r.prompt("seq 1 500")
     body = b"".join(b"\r\n%d" % i for i in range(1, 501))
-    got = r.reply(body + b"\r\n" + PROMPT)
-    assert text(got) == "".join(f"{i}\n" for i in range(1, 501))
+    streamed = r.at(r.t + 0.01, body + b"\r\n" + PROMPT)
+    assert text(streamed).startswith("1\n2\n")  # what scrolled off is done at once
+    r.settle()
+    assert text(r.out) == "".join(f"{i}\n" for i in range(1, 501))
 
 
 def test_lines_stream_while_the_program_is_still_writing() -> None:
@@ -459,3 +461,12 @@ def test_without_queued_input_a_prompt_mid_turn_waits_for_the_turn_end() -> None
     got = r.step()  # the settle that ends the turn types the held prompt
     assert of(got, TurnEnded) == [TurnEnded("end_turn")]
     assert got.index(TurnEnded("end_turn")) < got.index(ToAgent(b"next"))
+
+
+def test_a_cancel_right_after_the_prompt_never_presses_enter_again() -> None:
+    r = Run()
+    r.ready()
+    r.prompt("sleep 1000")
+    assert r.m.cancel("current_turn") == [ToAgent(b"\x03")]
+    got = r.reply(b"^C\r\n" + PROMPT)
+    assert ToAgent(b"\r") not in got and of(got, TurnEnded) == [TurnEnded("cancelled")]

@@ -48,10 +48,10 @@ P8    an ask answered with nothing (headless)         nothing typed; ``cap.error
 P9    BUSY, settle, idle, no ask pending, output      the rest of the turn's lines, then
       came after Enter                                ``TurnEnded`` (``cancelled`` after a
                                                       graceful cancel) per prompt in flight
-P10   a line is complete: it scrolled off, or the     parsed (P11) and emitted as text;
-      cursor and the last two reads' writes are       the echoed prompt, idle lines, chrome
-      below it, or the screen settled                 (``parse.x-chrome`` + built-ins) and
-                                                      leading/trailing blank lines are dropped
+P10   a line is complete: it scrolled off (at once,   parsed (P11) and emitted as text;
+      in the read that scrolled it), or the cursor    the echoed prompt, idle lines, chrome
+      and the last two reads' writes are below it,    (``parse.x-chrome`` + built-ins) and
+      or the screen settled                           leading/trailing blank lines are dropped
 P11   complete line matches ``tool_call_start`` /     ``cap.tool_call.start`` (``tool``,
       ``tool_call_end`` / ``plan_section`` (+ its     ``args``) / ``.end`` (``status``) /
       item lines) / ``thought_section`` (+ lines to   ``cap.plan`` / ``cap.thought``; an error
@@ -466,6 +466,8 @@ class PtyMachine:
         if self._ask is not None:
             return []  # waiting for the answer
         pending: list[Output] = []
+        if turn.cancelled:
+            turn.verified = True  # never press Enter again after a cancel
         if not turn.verified:
             shown = self._input_shown(turn, rows)
             if not turn.output_after_enter or shown:
@@ -645,8 +647,8 @@ class PtyMachine:
         touched = screen.take_touched()
         if screen.alternate or self.s.redraw:
             upto = screen.scrolled  # P12: only what scrolled off is surely done
-        else:
-            upto = min(screen.cursor_row, touched, turn.prev_touched)
+        else:  # what scrolled off is done too, however recently it was written
+            upto = max(min(screen.cursor_row, touched, turn.prev_touched), screen.scrolled)
         turn.prev_touched = touched
         return self._commit(turn, upto)
 
