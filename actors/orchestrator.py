@@ -58,6 +58,7 @@ from trio_cap.events.kinds import (
     AskAnswered,
     CancelRequested,
     CancelScope,
+    CapError,
     Decision,
     InputInjected,
     PermissionDecided,
@@ -178,6 +179,14 @@ class Session:
             return self.orch.state
         raise self._ended(what)
 
+    def _refused(self, view: SessionView, seq: int) -> bool:
+        """Input held before the agent was ready can be refused later (the budget gate, at
+        ready): the turn it was given then never runs."""
+        if not (view.last_error or "").startswith("cap_budget_exceeded: turn refused"):
+            return False
+        return any(type(env.event) is CapError and (env.event.details or {}).get(
+            "input_seq") == seq for env in self.orch.log.read(seq, self.id))
+
     async def inject(self, text: str, *, source: str = "owner") -> Accepted:
         """Accept input; it is sent when the session is ready and no turn runs."""
         return await self._command(InputInjected(text=text, source=source))
@@ -237,7 +246,7 @@ class Session:
             turn = accepted.turn
             await self._until(
                 lambda s: (v := s.sessions.sessions[self.id]).ended_turn >= turn
-                or v.status in TERMINAL_STATUSES,
+                or v.status in TERMINAL_STATUSES or self._refused(v, accepted.seq),
                 f"turn {turn} never ended",
             )
         # everything the turn did names its input as the cause

@@ -33,6 +33,7 @@ from trio_cap.actors.cli.run_cmd import (
     explain,
     open_log,
     run_command,
+    run_turns,
 )
 from trio_cap.actors.orchestrator import Orchestrator, UnknownAgent, open_orchestrator
 from trio_cap.actors.replay.resume import (
@@ -46,7 +47,7 @@ from trio_cap.actors.replay.resume import (
     resumed_event,
     transcript_context,
 )
-from trio_cap.actors.session.actor import CommandRefused, SessionEnded
+from trio_cap.actors.session.actor import SessionEnded
 from trio_cap.actors.session.machine import SessionMachine
 from trio_cap.actors.session.timers import Timeouts
 from trio_cap.events.kinds import InputInjected
@@ -215,21 +216,10 @@ async def _continue(orch: Orchestrator, args, plan: Plan_, point: ResumePoint, h
                     or v.status in TERMINAL_STATUSES, f"turn {target} never ended")
             out.turn = session.view.ended_turn if session.view else None
             out.stop_reason = session.view.last_stop_reason if session.view else None
-            done = len(point.injected)
-            for text in point.run.tasks[done:]:
-                if out.stop_reason not in (None, "end_turn"):
-                    break
-                result = await session.run_turn(text)
-                out.turn, out.stop_reason = result.turn, result.stop_reason
-            await session.close()
         except SessionEnded:
             pass
-        except CommandRefused as exc:
-            out.refused = exc.error
-            try:
-                await session.close()
-            except SessionEnded:
-                pass
+        remaining = list(point.run.tasks[len(point.injected):])
+        await run_turns(session, remaining, out, gate_first=True)
         with trio.move_on_after(2):
             await session.gone.wait()
         printing.cancel_scope.cancel()

@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 import attrs
+import msgspec
 import trio
 
 from trio_cap.actors.cli.common import (
@@ -414,7 +415,7 @@ async def _watch_signals(signals, out: Outcome, orch: Orchestrator, work: trio.C
 
 async def _session(orch: Orchestrator, nursery: trio.Nursery, args: argparse.Namespace,
                    plan: Plan_, out: Outcome) -> None:
-    await orch.log.append([run_started(args, plan)])  # what --resume picks up
+    await log_run_started(orch, args, plan)
     try:
         session = await orch.start_session(
             plan.agent, args.binding, cwd=plan.cwd, model=args.model, script=plan.script,
@@ -435,11 +436,29 @@ async def _session(orch: Orchestrator, nursery: trio.Nursery, args: argparse.Nam
 
     nursery.start_soon(follow)
     try:
-        result = await session.run_turn(plan.task)
-        out.turn, out.stop_reason = result.turn, result.stop_reason
-        for text in args.next:
-            if out.stop_reason != "end_turn":
-                break
+        await run_turns(session, [plan.task, *args.next], out)
+    except LogWriteError as exc:
+        from trio_cap.events.log.errors import EventRejected
+
+        if isinstance(exc, EventRejected):
+            flag = f"--task-file {args.task_file}" if args.task_file else "--task"
+            orch.shutdown_reason = f"the task was refused: {flag} is too large to log"
+            raise UsageError(f"{flag}: the task cannot be logged: {exc}") from None
+        raise
+    with trio.move_on_after(2):  # let the progress printer reach the terminal event
+        await done.wait()
+
+
+async def run_turns(session: Session, texts: list[str], out: Outcome, *,
+                    gate_first: bool = False) -> None:
+    """Each prompt as its own turn, the next only after one that ended well; then close.
+
+    ``gate_first``: the turn before the first (``--resume``'s re-run) must have ended well too.
+    """
+    try:
+        for i, text in enumerate(texts):
+            if (i or gate_first) and out.stop_reason not in (None, "end_turn"):
+                break  # None: no turn has ended yet (a session that ended says so itself)
             result = await session.run_turn(text)
             out.turn, out.stop_reason = result.turn, result.stop_reason
         await session.close()
@@ -451,16 +470,18 @@ async def _session(orch: Orchestrator, nursery: trio.Nursery, args: argparse.Nam
             await session.close()
         except SessionEnded:
             pass
-    except LogWriteError as exc:
-        from trio_cap.events.log.errors import EventRejected
 
-        if isinstance(exc, EventRejected):
-            flag = f"--task-file {args.task_file}" if args.task_file else "--task"
-            orch.shutdown_reason = f"the task was refused: {flag} is too large to log"
-            raise UsageError(f"{flag}: the task cannot be logged: {exc}") from None
-        raise
-    with trio.move_on_after(2):  # let the progress printer reach the terminal event
-        await done.wait()
+
+async def log_run_started(orch: Orchestrator, args: argparse.Namespace, plan: Plan_) -> None:
+    """The run's plan, for ``--resume``; prompts too large to log are left out (the session
+    then refuses the task itself, and says so)."""
+    from trio_cap.events.log.errors import EventRejected
+
+    started = run_started(args, plan)
+    try:
+        await orch.log.append([started])
+    except EventRejected:
+        await orch.log.append([msgspec.structs.replace(started, tasks=())])
 
 
 def run_started(args: argparse.Namespace, plan: Plan_) -> RunStarted:

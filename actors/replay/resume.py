@@ -83,6 +83,8 @@ def find_resume_point(envs: Sequence[Envelope], statuses: dict[str, str]) -> Res
         raise CannotResume("holds no cap run to resume (no run.started event)")
     start = runs[-1]
     run: RunStarted = envs[start].event  # type: ignore[assignment]
+    if not run.tasks:
+        raise CannotResume("its prompts were too large to log, so the run cannot be picked up")
     sid = next((e.event.session_id for e in envs[start:]  # type: ignore[attr-defined]
                 if type(e.event) is SessionCreated), None)
     recorded = tuple(e for e in envs[start:] if sid is not None and e.stream == sid)

@@ -71,14 +71,16 @@ def test_log_show_replay_and_their_filters(tmp_path):
     shown = cap("log", "show", "r.caplog", cwd=tmp_path)
     assert shown.returncode == 0
     lines = shown.stdout.splitlines()
-    assert "session.created" in lines[0] and "session.completed" in lines[-1]
+    # the run's plan (for --resume) comes first, then the session
+    assert "run.started" in lines[0] and "session.created" in lines[1]
+    assert "session.completed" in lines[-1]
     as_json = [json.loads(x) for x in cap("log", "show", "r.caplog", "--json",
                                           cwd=tmp_path).stdout.splitlines()]
     assert [e["seq"] for e in as_json] == list(range(1, len(lines) + 1))
-    assert as_json[0]["kind"] == "session.created" and as_json[0]["binding"] == "inproc"
+    assert as_json[1]["kind"] == "session.created" and as_json[1]["binding"] == "inproc"
     until = cap("log", "show", "r.caplog", "--until", "3", "--json", cwd=tmp_path)
     assert len(until.stdout.splitlines()) == 3
-    sid = as_json[0]["session_id"]
+    sid = as_json[1]["session_id"]
     other = cap("log", "show", "r.caplog", "--session", "sess-nope", cwd=tmp_path)
     assert other.stdout == ""
     replayed = cap("replay", "r.caplog", cwd=tmp_path)
