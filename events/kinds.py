@@ -258,6 +258,131 @@ class RunResumed(Event, tag="run.resumed"):
     reason: str = ""
 
 
+# --------------------------------------------------------------------------
+# fleets (the fleet actor writes these on its stream, ``fleet:<name>``)
+# --------------------------------------------------------------------------
+
+
+class FleetStarted(Event, tag="fleet.started"):
+    """A fleet run began: its members, routes and budget, as the validated file said."""
+
+    fleet: str
+    task: str
+    members: tuple[str, ...]
+    source: str = ""
+    repo: str = ""
+    base: str | None = None
+    worktrees: str = "git"
+    budget_usd: float | None = None
+    permissions: str = "deny"
+    allow_high_risk: bool = False
+    hop_limit: int = 4
+
+
+class FleetWorktree(Event, tag="fleet.worktree"):
+    """The fleet made a working directory for a member (``cap fleet clean`` removes only
+    these): a git worktree on ``branch``, or a plain directory."""
+
+    member: str
+    path: str
+    mode: Literal["git", "dir"] = "git"
+    branch: str | None = None
+    base: str | None = None
+
+
+class FleetMember(Event, tag="fleet.member"):
+    """A member's session was started: which log stream is its."""
+
+    member: str
+    session_id: str
+    agent: str
+    cwd: str
+    budget_usd: float | None = None
+
+
+class FleetRoute(Event, tag="fleet.route"):
+    """A route fired: ``pattern`` from ``sources`` to ``targets`` (a race's winner is its
+    only source; ``cancelled`` are the losers)."""
+
+    pattern: str
+    sources: tuple[str, ...]
+    targets: tuple[str, ...] = ()
+    cancelled: tuple[str, ...] = ()
+
+
+class FleetMessageQueued(Event, tag="fleet.message.queued"):
+    """Input for a member is waiting to be delivered: the task, a route's result, a plan
+    entry or a mediated ``@cap://`` message (``via``); ``cause`` is the event it came from."""
+
+    message_id: str
+    source: str
+    target: str
+    text: str
+    via: str
+    hops: int = 0
+    entry: str | None = None
+
+
+class FleetMessageDelivered(Event, tag="fleet.message.delivered"):
+    """The inject was accepted by the target's session: ``input_seq`` is its input.injected."""
+
+    message_id: str
+    target: str
+    input_seq: int
+    turn: int | None = None
+
+
+class FleetMessageConsumed(Event, tag="fleet.message.consumed"):
+    """The target's turn that took the message ended."""
+
+    message_id: str
+    target: str
+    stop_reason: StopReason = "end_turn"
+
+
+class FleetMessageRefused(Event, tag="fleet.message.refused"):
+    """A message the fleet would not deliver: an unknown target, the hop limit, a target
+    that has ended."""
+
+    source: str
+    target: str
+    text: str
+    reason: str
+    message_id: str | None = None
+    hops: int = 0
+
+
+class FleetBudgetRefused(Event, tag="fleet.budget_refused"):
+    """A turn refused before it started, its budget already spent (``cap_budget_exceeded``)."""
+
+    member: str
+    scope: Literal["session", "fleet"]
+    spent_usd: float
+    budget_usd: float
+    code: int = -32004
+    message_id: str | None = None
+
+
+class FleetCancel(Event, tag="fleet.cancel"):
+    """The fleet cancelled members' turns: ``budget`` (usage crossed one mid-turn) or
+    ``race_lost``."""
+
+    members: tuple[str, ...]
+    reason: str
+    spent_usd: float | None = None
+
+
+class FleetCompleted(Event, tag="fleet.completed"):
+    fleet: str
+    spent_usd: float = 0.0
+
+
+class FleetFailed(Event, tag="fleet.failed"):
+    fleet: str
+    reason: str
+    spent_usd: float = 0.0
+
+
 class LogRecovered(Event, tag="log.recovered"):
     """Written when a file log was reopened after a torn or corrupt tail."""
 
@@ -522,6 +647,20 @@ LIFECYCLE_EVENTS: tuple[type[Event], ...] = (
     RunStarted,
     RunResumed,
 )
+FLEET_EVENTS: tuple[type[Event], ...] = (
+    FleetStarted,
+    FleetWorktree,
+    FleetMember,
+    FleetRoute,
+    FleetMessageQueued,
+    FleetMessageDelivered,
+    FleetMessageConsumed,
+    FleetMessageRefused,
+    FleetBudgetRefused,
+    FleetCancel,
+    FleetCompleted,
+    FleetFailed,
+)
 COMMAND_EVENTS: tuple[type[Event], ...] = (
     InputInjected,
     CancelRequested,
@@ -551,7 +690,7 @@ ORCHESTRATOR_FRAMES: tuple[type[Event], ...] = (
     PermissionResponse,
 )
 ALL_EVENTS: tuple[type[Event], ...] = (
-    LIFECYCLE_EVENTS + COMMAND_EVENTS + AGENT_EVENTS + ORCHESTRATOR_FRAMES
+    LIFECYCLE_EVENTS + COMMAND_EVENTS + AGENT_EVENTS + ORCHESTRATOR_FRAMES + FLEET_EVENTS
 )
 
 AnyEvent = (
@@ -602,6 +741,18 @@ AnyEvent = (
     | Cancel
     | AskUserAnswer
     | PermissionResponse
+    | FleetStarted
+    | FleetWorktree
+    | FleetMember
+    | FleetRoute
+    | FleetMessageQueued
+    | FleetMessageDelivered
+    | FleetMessageConsumed
+    | FleetMessageRefused
+    | FleetBudgetRefused
+    | FleetCancel
+    | FleetCompleted
+    | FleetFailed
 )
 """The tagged union msgspec decodes into; kept in step with ALL_EVENTS by a test."""
 

@@ -1,0 +1,480 @@
+"""The fleet's routing and budget rules as a sans-io machine: session events in, decisions out.
+
+The shell (:mod:`runner`) feeds it what the members' sessions log and does what it
+answers; the machine does no I/O, reads no clock and imports no Trio, so every
+decision is a pure function of the events it saw — and is itself an event on the
+fleet's stream, so the log explains every turn any member took.
+
+Rules (one line each; the code below keeps them in this order):
+
+* START   entry members (no route into them, no plan entry for them) get the task; a
+          master plan (``[[plan]]``) is published as ``cap.plan`` on the fleet's stream
+          and its ready entries (dependencies completed) are queued.
+* QUEUE   every input for a member is a message: ``fleet.message.queued`` first.
+* GATE    a member that is idle takes its next message — unless its own or the fleet's
+          budget is already spent: then ``fleet.budget_refused`` (cap_budget_exceeded,
+          -32004) and the turn never starts.
+* SPEND   ``cap.usage`` adds to the member's and the fleet's spend; crossing a budget
+          mid-turn cancels the turns concerned (``fleet.cancel`` ``budget``).
+* END     a turn end consumes its message (``fleet.message.consumed``); ``end_turn``
+          fires the member's routes with its whole final text and routes its
+          ``@cap://<id> text`` lines; any other stop is a failure, except a cancel the
+          fleet asked for.
+* ROUTES  pipeline: next stage; fan_out: every target; join: the target, once every
+          source has a result; race: the first source done wins, the others are
+          cancelled (``race_lost``); by_subtask: the source's own plan becomes master
+          plan entries, each assigned by ``_meta`` ``cap.assigned_to`` or an ``id:``
+          prefix.  Each route fires at most ``rounds`` times per source.
+* MEDIATE a directive to an unknown member, to itself, to an ended member or past the
+          hop limit is refused (``fleet.message.refused``).
+* FINISH  nothing working and nothing queued: ``fleet.completed`` when no turn failed, no
+          budget refused and every plan entry ran, else ``fleet.failed``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from trio_cap.actors.fleet.model import BySubtask, FanOut, Fleet, Join, Pipeline, Race
+from trio_cap.events.kinds import (
+    Event,
+    FleetBudgetRefused,
+    FleetCancel,
+    FleetCompleted,
+    FleetFailed,
+    FleetMessageConsumed,
+    FleetMessageDelivered,
+    FleetMessageQueued,
+    FleetMessageRefused,
+    FleetRoute,
+    Plan,
+    PlanEntry,
+    PlanStatus,
+    SessionCancelled,
+    SessionCompleted,
+    SessionFailed,
+    SessionTurnEnded,
+    StopReason,
+    TextChunk,
+    Usage,
+)
+
+DIRECTIVE = re.compile(r"^[ \t]*@cap://(?P<target>[A-Za-z0-9_.:-]+)[ \t]+(?P<text>\S.*)$", re.M)
+ASSIGNED_TO = "cap.assigned_to"
+DEPENDS_ON = "cap.depends_on"
+
+
+# ---- outputs: what the shell does ----------------------------------------------------------
+@attrs.frozen
+class Emit:
+    """Append ``event`` to the fleet's stream, caused by ``cause``."""
+
+    event: Event
+    cause: int | None = None
+
+
+@attrs.frozen
+class Deliver:
+    """Inject ``text`` into ``member``'s session, then report :meth:`FleetMachine.delivered`
+    (or :meth:`FleetMachine.undeliverable`)."""
+
+    message_id: str
+    member: str
+    text: str
+
+
+@attrs.frozen
+class CancelTurn:
+    member: str
+
+
+@attrs.frozen
+class Finished:
+    completed: bool
+    reason: str = ""
+
+
+Output = Emit | Deliver | CancelTurn | Finished
+
+
+@attrs.define
+class _Message:
+    id: str
+    source: str
+    target: str
+    text: str
+    via: str
+    hops: int = 0
+    entry: str | None = None
+
+
+@attrs.define
+class _Member:
+    id: str
+    session_id: str
+    budget: float | None
+    queue: deque[str] = attrs.field(factory=deque)
+    status: str = "idle"
+    """idle | working | ended"""
+    current: str | None = None
+    text: list[str] = attrs.field(factory=list)
+    plan: tuple[PlanEntry, ...] = ()
+    spent: float = 0.0
+    cancel_asked: str | None = None
+    """Why the fleet cancelled its turn in flight (then a cancelled stop is no failure)."""
+
+
+@attrs.define
+class _Entry:
+    id: str
+    content: str
+    assigned_to: str
+    depends_on: tuple[str, ...]
+    status: PlanStatus = "pending"
+
+
+class FleetMachine:
+    def __init__(self, fleet: Fleet, session_ids: Mapping[str, str]) -> None:
+        self.fleet = fleet
+        self.members = {m.id: _Member(m.id, session_ids[m.id], m.budget_usd)
+                        for m in fleet.sessions}
+        self.by_stream = {sid: mid for mid, sid in session_ids.items()}
+        self.messages: dict[str, _Message] = {}
+        self.entries: dict[str, _Entry] = {}
+        self.spent = 0.0
+        self.failures: list[str] = []
+        self.fired: dict[tuple[int, str], int] = {}
+        self.joined: dict[int, dict[str, str]] = {}
+        self.budget_cancelled = False
+        self.finished = False
+        self._count = 0
+
+    # ---- inputs -----------------------------------------------------------------------
+    def start(self) -> list[Output]:
+        out: list[Output] = []
+        for sub in self.fleet.plan:
+            self.entries[sub.id] = _Entry(sub.id, sub.content, sub.assigned_to, sub.depends_on)
+        targets = {b for route in self.fleet.routes for _, b in route.edges}
+        targets |= {e.assigned_to for e in self.entries.values()}
+        dynamic = [r.source for r in self.fleet.routes if isinstance(r, BySubtask) and r.source]
+        sources = {a for route in self.fleet.routes for a, _ in route.edges}
+        sources |= {s for r in self.fleet.routes if isinstance(r, Race) for s in r.sources}
+        for member in self.fleet.sessions:
+            if member.id in targets:
+                continue
+            if dynamic and member.id not in dynamic and member.id not in sources:
+                continue  # waits for the plan entries the source assigns it
+            self._queue(out, "fleet", member.id, self.fleet.task, "task", None)
+        if self.entries:
+            self._publish_plan(out, None)
+            self._ready_entries(out, None)
+        self._pump(out)
+        return out
+
+    def observe(self, stream: str, seq: int, event: Event) -> list[Output]:
+        """One event of a member's session (others are ignored)."""
+        mid = self.by_stream.get(stream)
+        if mid is None or self.finished:
+            return []
+        member = self.members[mid]
+        out: list[Output] = []
+        kind = type(event)
+        if kind is TextChunk and event.channel == "assistant" and member.status == "working":
+            member.text.append(event.text)
+        elif kind is Plan and member.status == "working":
+            member.plan = event.entries
+        elif kind is Usage:
+            self._spend(out, member, event.cost_usd_estimate, seq)
+        elif kind is SessionTurnEnded and member.status == "working":
+            self._turn_ended(out, member, event.stop_reason, seq)
+        elif kind in (SessionCompleted, SessionCancelled, SessionFailed):
+            self._member_ended(out, member, kind, seq)
+        self._pump(out)
+        return out
+
+    def delivered(self, message_id: str, input_seq: int, turn: int | None) -> list[Output]:
+        msg = self.messages[message_id]
+        return [Emit(FleetMessageDelivered(message_id=message_id, target=msg.target,
+                                           input_seq=input_seq, turn=turn), input_seq)]
+
+    def undeliverable(self, message_id: str, reason: str) -> list[Output]:
+        """The session would not take the inject (it ended, or its own gate refused)."""
+        msg = self.messages[message_id]
+        member = self.members[msg.target]
+        out: list[Output] = [Emit(FleetMessageRefused(
+            source=msg.source, target=msg.target, text=msg.text, reason=reason,
+            message_id=msg.id, hops=msg.hops))]
+        self.failures.append(f"{msg.target} did not take its input: {reason}")
+        if member.current == message_id:
+            member.current = None
+            member.status = "ended" if member.status == "ended" else "idle"
+        self._entry_status(out, msg, "cancelled", None)
+        self._pump(out)
+        return out
+
+    # ---- rules ------------------------------------------------------------------------
+    def _queue(self, out: list[Output], source: str, target: str, text: str, via: str,
+               cause: int | None, *, hops: int = 0, entry: str | None = None) -> None:
+        self._count += 1
+        msg = _Message(f"m{self._count}", source, target, text, via, hops, entry)
+        self.messages[msg.id] = msg
+        self.members[target].queue.append(msg.id)
+        out.append(Emit(FleetMessageQueued(message_id=msg.id, source=source, target=target,
+                                           text=text, via=via, hops=hops, entry=entry), cause))
+
+    def _pump(self, out: list[Output]) -> None:
+        """GATE: every idle member with input takes its next message; then FINISH."""
+        for member in self.members.values():
+            while member.status == "idle" and member.queue:
+                msg = self.messages[member.queue.popleft()]
+                refusal = self._over_budget(member)
+                if refusal is not None:
+                    scope, spent, budget = refusal
+                    out.append(Emit(FleetBudgetRefused(member=member.id, scope=scope,
+                                                       spent_usd=spent, budget_usd=budget,
+                                                       message_id=msg.id)))
+                    self.failures.append(f"{member.id}: {scope} budget ${budget:g} spent")
+                    self._entry_status(out, msg, "cancelled", None)
+                    continue
+                member.status = "working"
+                member.current = msg.id
+                member.text = []
+                member.plan = ()
+                member.cancel_asked = None
+                out.append(Deliver(msg.id, member.id, msg.text))
+        self._maybe_finish(out)
+
+    def _over_budget(self, member: _Member) -> tuple[Any, float, float] | None:
+        if member.budget is not None and member.spent >= member.budget:
+            return "session", member.spent, member.budget
+        budget = self.fleet.budget_usd
+        if budget is not None and self.spent >= budget:
+            return "fleet", self.spent, budget
+        return None
+
+    def _spend(self, out: list[Output], member: _Member, cost: float, seq: int) -> None:
+        member.spent += cost
+        self.spent += cost
+        concerned: list[_Member] = []
+        budget = self.fleet.budget_usd
+        if budget is not None and self.spent >= budget and not self.budget_cancelled:
+            self.budget_cancelled = True
+            concerned = [m for m in self.members.values() if m.status == "working"]
+        elif member.budget is not None and member.spent >= member.budget \
+                and member.status == "working":
+            concerned = [member]
+        concerned = [m for m in concerned if m.cancel_asked is None]
+        if concerned:
+            for m in concerned:
+                m.cancel_asked = "budget"
+                out.append(CancelTurn(m.id))
+            out.append(Emit(FleetCancel(members=tuple(m.id for m in concerned), reason="budget",
+                                        spent_usd=round(self.spent, 10)), seq))
+
+    def _turn_ended(self, out: list[Output], member: _Member, stop: StopReason,
+                    seq: int) -> None:
+        msg = self.messages[member.current] if member.current else None
+        member.status = "idle"
+        member.current = None
+        text = "".join(member.text)
+        if msg is not None:
+            out.append(Emit(FleetMessageConsumed(message_id=msg.id, target=member.id,
+                                                 stop_reason=stop), seq))
+        if stop == "end_turn":
+            if msg is not None:
+                self._entry_status(out, msg, "completed", seq)
+            self._route(out, member, text, seq)
+            self._mediate(out, member, text, msg, seq)
+            self._ready_entries(out, seq)
+            return
+        if msg is not None:
+            self._entry_status(out, msg, "cancelled", seq)
+        if stop == "cancelled" and member.cancel_asked == "race_lost":
+            return
+        why = "cancelled: budget exceeded" if member.cancel_asked == "budget" else stop
+        self.failures.append(f"{member.id}: turn ended with {why}")
+
+    def _member_ended(self, out: list[Output], member: _Member, kind: type, seq: int) -> None:
+        was = member.status
+        member.status = "ended"
+        if (was == "working" or kind is not SessionCompleted) \
+                and (member.cancel_asked != "race_lost" or kind is SessionFailed):
+            self.failures.append(f"{member.id}: session {kind.__name__[7:].lower()}")
+        for mid in [member.current, *member.queue]:
+            if mid is not None:
+                msg = self.messages[mid]
+                out.append(Emit(FleetMessageRefused(source=msg.source, target=msg.target,
+                                                    text=msg.text, reason="target_ended",
+                                                    message_id=mid, hops=msg.hops), seq))
+                self._entry_status(out, msg, "cancelled", seq)
+        member.queue.clear()
+        member.current = None
+
+    def _fire(self, index: int, key: str, rounds: int | None) -> bool:
+        count = self.fired.get((index, key), 0)
+        if rounds is not None and count >= rounds:
+            return False
+        self.fired[(index, key)] = count + 1
+        return True
+
+    def _route(self, out: list[Output], member: _Member, text: str, seq: int) -> None:
+        mid = member.id
+        for index, route in enumerate(self.fleet.routes):
+            if isinstance(route, Pipeline):
+                for a, b in route.edges:
+                    if a == mid and self._fire(index, a, route.rounds):
+                        out.append(Emit(FleetRoute(pattern="pipeline", sources=(a,),
+                                                   targets=(b,)), seq))
+                        self._queue(out, a, b, _handed(a, text), "pipeline", seq)
+            elif isinstance(route, FanOut):
+                if route.source == mid and self._fire(index, mid, route.rounds):
+                    out.append(Emit(FleetRoute(pattern="fan_out", sources=(mid,),
+                                               targets=route.targets), seq))
+                    for target in route.targets:
+                        self._queue(out, mid, target, _handed(mid, text), "fan_out", seq)
+            elif isinstance(route, Join):
+                if mid in route.sources:
+                    got = self.joined.setdefault(index, {})
+                    got.setdefault(mid, text)
+                    if len(got) == len(route.sources) and self._fire(index, "", route.rounds):
+                        del self.joined[index]
+                        out.append(Emit(FleetRoute(pattern="join", sources=route.sources,
+                                                   targets=(route.target,)), seq))
+                        combined = "\n\n".join(_handed(s, got[s]) for s in route.sources)
+                        self._queue(out, ",".join(route.sources), route.target, combined,
+                                    "join", seq)
+            elif isinstance(route, Race):
+                if mid in route.sources and self._fire(index, "", route.rounds):
+                    losers = [self.members[s] for s in route.sources if s != mid]
+                    cancelled = []
+                    for loser in losers:
+                        for qid in list(loser.queue):
+                            if self.messages[qid].via == "task":
+                                loser.queue.remove(qid)
+                        if loser.status == "working":
+                            loser.cancel_asked = "race_lost"
+                            cancelled.append(loser.id)
+                            out.append(CancelTurn(loser.id))
+                    targets = (route.target,) if route.target else ()
+                    out.append(Emit(FleetRoute(pattern="race", sources=(mid,), targets=targets,
+                                               cancelled=tuple(cancelled)), seq))
+                    if cancelled:
+                        out.append(Emit(FleetCancel(members=tuple(cancelled),
+                                                    reason="race_lost"), seq))
+                    if route.target:
+                        self._queue(out, mid, route.target, _handed(mid, text), "race", seq)
+            elif isinstance(route, BySubtask) and route.source == mid \
+                    and self._fire(index, mid, route.rounds):
+                added = self._adopt_plan(member)
+                if added:
+                    out.append(Emit(FleetRoute(pattern="by_subtask", sources=(mid,),
+                                               targets=tuple(dict.fromkeys(
+                                                   e.assigned_to for e in added))), seq))
+                    self._publish_plan(out, seq)
+
+    def _adopt_plan(self, member: _Member) -> list[_Entry]:
+        """The source's own plan as master plan entries (those assigned to a member)."""
+        added = []
+        for i, entry in enumerate(member.plan):
+            meta = entry.meta or {}
+            who = meta.get(ASSIGNED_TO)
+            content = entry.content
+            if isinstance(who, str):
+                who = who.removeprefix("cap://")
+                who = self.by_stream.get(who, who)
+            elif ":" in content:
+                prefix, rest = content.split(":", 1)
+                if prefix.strip() in self.members:
+                    who, content = prefix.strip(), rest.strip()
+            if who not in self.members or who == member.id:
+                continue
+            deps = meta.get(DEPENDS_ON) or ()
+            eid = f"{member.id}.{entry.id or i + 1}"
+            deps = tuple(d if d in self.entries else f"{member.id}.{d}" for d in deps
+                         if isinstance(d, str))
+            self.entries[eid] = _Entry(eid, content, who, deps)
+            added.append(self.entries[eid])
+        return added
+
+    def _mediate(self, out: list[Output], member: _Member, text: str, msg: _Message | None,
+                 seq: int) -> None:
+        hops = (msg.hops if msg is not None and msg.via == "message" else 0) + 1
+        for match in DIRECTIVE.finditer(text):
+            target, body = match["target"], match["text"].strip()
+            target = self.by_stream.get(target, target)
+            reason = None
+            if target not in self.members:
+                reason = "unknown_target"
+            elif target == member.id:
+                reason = "self"
+            elif self.members[target].status == "ended":
+                reason = "target_ended"
+            elif hops > self.fleet.hop_limit:
+                reason = "hop_limit"
+            if reason is not None:
+                out.append(Emit(FleetMessageRefused(source=member.id, target=target, text=body,
+                                                    reason=reason, hops=hops), seq))
+                continue
+            self._queue(out, member.id, target, f"Message from {member.id}: {body}", "message",
+                        seq, hops=hops)
+
+    def _ready_entries(self, out: list[Output], cause: int | None) -> None:
+        changed = False
+        for entry in self.entries.values():
+            if entry.status != "pending":
+                continue
+            deps = [self.entries.get(d) for d in entry.depends_on]
+            if all(d is not None and d.status == "completed" for d in deps) \
+                    and self.members[entry.assigned_to].status != "ended":
+                entry.status = "in_progress"
+                changed = True
+                self._queue(out, "fleet", entry.assigned_to,
+                            f"Subtask {entry.id}: {entry.content}", "subtask", cause,
+                            entry=entry.id)
+        if changed:
+            self._publish_plan(out, cause)
+
+    def _entry_status(self, out: list[Output], msg: _Message, status: PlanStatus,
+                      cause: int | None) -> None:
+        entry = self.entries.get(msg.entry) if msg.entry else None
+        if entry is not None and entry.status == "in_progress":
+            entry.status = status
+            self._publish_plan(out, cause)
+
+    def _publish_plan(self, out: list[Output], cause: int | None) -> None:
+        entries = tuple(
+            PlanEntry(id=e.id, content=e.content, status=e.status, meta={
+                ASSIGNED_TO: f"cap://{self.members[e.assigned_to].session_id}",
+                DEPENDS_ON: list(e.depends_on)})
+            for e in self.entries.values())
+        out.append(Emit(Plan(entries=entries), cause))
+
+    def _maybe_finish(self, out: list[Output]) -> None:
+        if self.finished:
+            return
+        if any(m.status == "working" or (m.status == "idle" and m.queue)
+               for m in self.members.values()):
+            return
+        self.finished = True
+        never = [e.id for e in self.entries.values() if e.status != "completed"]
+        problems = list(self.failures)
+        if never:
+            problems.append(f"plan entries not completed: {', '.join(never)}")
+        spent = round(self.spent, 10)
+        if problems:
+            reason = "; ".join(problems)
+            out.append(Emit(FleetFailed(fleet=self.fleet.name, reason=reason, spent_usd=spent)))
+            out.append(Finished(False, reason))
+        else:
+            out.append(Emit(FleetCompleted(fleet=self.fleet.name, spent_usd=spent)))
+            out.append(Finished(True))
+
+
+def _handed(source: str, text: str) -> str:
+    """A worker's whole final text, as the next session receives it."""
+    return f"Result from {source}:\n{text}"

@@ -1,0 +1,142 @@
+"""The fleet file as typed values: what :mod:`validate` builds once every check passed.
+
+Frozen attrs classes, so a fleet handed to the machine cannot change under it; the
+routes are one class per pattern because each pattern has its own rule for when it
+fires (see :mod:`machine`).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+WORKTREE_MODES = ("git", "dirs", "none")
+"""``git``: one git worktree per session; ``dirs``: a plain directory per session (a repo
+that is not git); ``none``: every session works in the repo itself."""
+
+PATTERNS = ("pipeline", "fan_out", "join", "race", "by_subtask")
+
+
+@attrs.frozen
+class Member:
+    """One session of the fleet."""
+
+    id: str
+    agent: str = "cap-agent"
+    binding: str | None = None
+    model: str | None = None
+    budget_usd: float | None = None
+    permissions: str | None = None
+    """None: the fleet's policy."""
+    allow_high_risk: bool | None = None
+    """None: the fleet's setting."""
+    role: str | None = None
+    """The session's system prompt."""
+    script: str | None = None
+    """trio-cap's scripted agent only: its script file (absolute once loaded)."""
+
+
+@attrs.frozen
+class Pipeline:
+    """``a.done → b → c``: each stage's whole final text is the next stage's input."""
+
+    stages: tuple[str, ...]
+    rounds: int | None = None
+
+    @property
+    def edges(self) -> tuple[tuple[str, str], ...]:
+        return tuple(zip(self.stages, self.stages[1:], strict=False))
+
+
+@attrs.frozen
+class FanOut:
+    """One session's result goes to each of many."""
+
+    source: str
+    targets: tuple[str, ...]
+    rounds: int | None = None
+
+    @property
+    def edges(self) -> tuple[tuple[str, str], ...]:
+        return tuple((self.source, t) for t in self.targets)
+
+
+@attrs.frozen
+class Join:
+    """Many results, collected, go to one session once every source is done."""
+
+    sources: tuple[str, ...]
+    target: str
+    rounds: int | None = None
+
+    @property
+    def edges(self) -> tuple[tuple[str, str], ...]:
+        return tuple((s, self.target) for s in self.sources)
+
+
+@attrs.frozen
+class Race:
+    """The first source done wins (its text goes to ``target`` if any); the rest are
+    cancelled."""
+
+    sources: tuple[str, ...]
+    target: str | None = None
+    rounds: int | None = 1
+
+    @property
+    def edges(self) -> tuple[tuple[str, str], ...]:
+        return tuple((s, self.target) for s in self.sources if self.target)
+
+
+@attrs.frozen
+class BySubtask:
+    """Plan entries go to the session each is assigned to: the fleet file's ``[[plan]]``,
+    and (``source`` set) the entries of that session's own plan, assigned by a
+    ``_meta`` ``cap.assigned_to`` or a ``<session-id>:`` prefix."""
+
+    source: str | None = None
+    rounds: int | None = 1
+
+    @property
+    def edges(self) -> tuple[tuple[str, str], ...]:
+        return ()
+
+
+Route = Pipeline | FanOut | Join | Race | BySubtask
+
+
+@attrs.frozen
+class Subtask:
+    """A master-plan entry from the fleet file."""
+
+    id: str
+    content: str
+    assigned_to: str
+    depends_on: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class Fleet:
+    name: str
+    task: str
+    sessions: tuple[Member, ...]
+    routes: tuple[Route, ...] = ()
+    plan: tuple[Subtask, ...] = ()
+    repo: str = "."
+    """Absolute once loaded."""
+    base: str | None = None
+    """Base branch of the worktrees; None: the repo's current branch."""
+    worktrees: str = "git"
+    budget_usd: float | None = None
+    permissions: str = "deny"
+    allow_high_risk: bool = False
+    hop_limit: int = 4
+    """How many mediated messages may follow one another (A → B → A …) before the next is
+    refused."""
+    source: str = "<fleet>"
+
+    def member(self, member_id: str) -> Member:
+        return next(m for m in self.sessions if m.id == member_id)
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(m.id for m in self.sessions)

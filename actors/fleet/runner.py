@@ -1,0 +1,229 @@
+"""The fleet actor's Trio shell: sessions through the orchestrator, the machine's decisions
+carried out in the order it made them.
+
+``await run_fleet(orch, fleet)`` inside any orchestrator (the embedding API): it makes
+the members' working directories, starts their sessions, feeds everything they log to
+the :class:`~.machine.FleetMachine` and does what it answers — injects, cancels, fleet
+events — until the machine says the fleet finished; then each git member's diff is
+attached (``cap.artifact``), every session is closed and the terminal fleet event is the
+fleet stream's last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+import trio
+
+from trio_cap.actors.fleet import worktrees
+from trio_cap.actors.fleet.machine import (
+    CancelTurn,
+    Deliver,
+    Emit,
+    Finished,
+    FleetMachine,
+    Output,
+)
+from trio_cap.actors.fleet.model import Fleet
+from trio_cap.actors.orchestrator import Orchestrator, Session
+from trio_cap.actors.session.actor import CommandRefused, SessionEnded
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import (
+    Artifact,
+    Event,
+    FleetCompleted,
+    FleetFailed,
+    FleetMember,
+    FleetStarted,
+    FleetWorktree,
+)
+
+
+def fleet_stream(name: str) -> str:
+    return f"fleet:{name}"
+
+
+def session_id(fleet: str, member: str) -> str:
+    return f"{fleet}.{member}"
+
+
+@attrs.frozen
+class FleetOutcome:
+    completed: bool
+    reason: str
+    stream: str
+    spent_usd: float
+
+
+class FleetSetupError(Exception):
+    """The fleet could not start (working directories, a session); nothing ran."""
+
+
+async def run_fleet(orch: Orchestrator, fleet: Fleet, *,
+                    on_event: Callable[[Envelope], None] | None = None) -> FleetOutcome:
+    """Run ``fleet`` to its end; ``on_event`` sees every envelope the run logs (its
+    sessions' and the fleet's), e.g. to print them."""
+    if not fleet.task.strip():
+        raise FleetSetupError(f"{fleet.source}: no task: give task or task_file in the file, "
+                              "or --task")
+    try:
+        dirs = await worktrees.prepare(fleet.name, fleet.repo, fleet.worktrees, fleet.base,
+                                       fleet.ids)
+    except worktrees.WorktreeError as exc:
+        raise FleetSetupError(str(exc)) from None
+    shell = _Shell(orch, fleet, on_event)
+    return await shell.run(dirs)
+
+
+class _Shell:
+    def __init__(self, orch: Orchestrator, fleet: Fleet,
+                 on_event: Callable[[Envelope], None] | None) -> None:
+        self.orch = orch
+        self.fleet = fleet
+        self.stream = fleet_stream(fleet.name)
+        self.on_event = on_event
+        self.sessions: dict[str, Session] = {}
+        self.workdirs: dict[str, worktrees.Workdir] = {}
+        self.outcome: FleetOutcome | None = None
+        self.send, self.receive = trio.open_memory_channel[Output](1_000_000)
+
+    async def emit(self, event: Event, cause: int | None = None) -> int:
+        return await self.orch.log.append([event], stream=self.stream, cause=cause)
+
+    async def run(self, dirs: list[worktrees.Workdir]) -> FleetOutcome:
+        fleet = self.fleet
+        first = self.orch.log.last_seq + 1
+        await self.emit(FleetStarted(
+            fleet=fleet.name, task=fleet.task, members=fleet.ids, source=fleet.source,
+            repo=fleet.repo, base=fleet.base, worktrees=fleet.worktrees,
+            budget_usd=fleet.budget_usd, permissions=fleet.permissions,
+            allow_high_risk=fleet.allow_high_risk, hop_limit=fleet.hop_limit))
+        for wd in dirs:
+            self.workdirs[wd.member] = wd
+            if wd.mode != "none":
+                await self.emit(FleetWorktree(member=wd.member, path=wd.path,
+                                              mode="git" if wd.mode == "git" else "dir",
+                                              branch=wd.branch, base=wd.base))
+        async with trio.open_nursery() as nursery:
+            if self.on_event is not None:
+                nursery.start_soon(self._print, first)
+            try:
+                await self._start_sessions()
+            except BaseException:
+                nursery.cancel_scope.cancel()
+                raise
+            machine = FleetMachine(fleet, {m: s.id for m, s in self.sessions.items()})
+            self.machine = machine
+            follow_from = self.orch.log.last_seq + 1
+            for output in machine.start():
+                self.send.send_nowait(output)
+            nursery.start_soon(self._follow, follow_from)
+            await self._execute(nursery)
+            nursery.cancel_scope.cancel()
+        assert self.outcome is not None
+        return self.outcome
+
+    async def _start_sessions(self) -> None:
+        fleet = self.fleet
+        for member in fleet.sessions:
+            sid = session_id(fleet.name, member.id)
+            try:
+                session = await self.orch.start_session(
+                    member.agent, member.binding, cwd=self.workdirs[member.id].path,
+                    model=member.model, script=member.script,
+                    permissions=member.permissions or fleet.permissions,
+                    allow_high_risk=(fleet.allow_high_risk if member.allow_high_risk is None
+                                     else member.allow_high_risk),
+                    human=False, budget_usd=member.budget_usd, system_prompt=member.role,
+                    session_id=sid, permissions_chosen=True)
+            except Exception as exc:
+                await self.emit(FleetFailed(fleet=fleet.name,
+                                            reason=f"session {member.id} did not start: {exc}"))
+                for started in self.sessions.values():
+                    await _close(started)
+                raise FleetSetupError(f"session {member.id} did not start: {exc}") from None
+            self.sessions[member.id] = session
+            await self.emit(FleetMember(member=member.id, session_id=sid,
+                                        agent=session.view.agent if session.view else
+                                        member.agent,
+                                        cwd=self.workdirs[member.id].path,
+                                        budget_usd=member.budget_usd))
+
+    async def _follow(self, from_seq: int) -> None:
+        """Every event the members' sessions log, to the machine, in log order."""
+        async for batch in self.orch.log.subscribe(from_seq):
+            for env in batch:
+                for output in self.machine.observe(env.stream, env.seq, env.event):
+                    self.send.send_nowait(output)
+
+    async def _print(self, from_seq: int) -> None:
+        assert self.on_event is not None
+        async for batch in self.orch.log.subscribe(from_seq):
+            for env in batch:
+                self.on_event(env)
+
+    async def _execute(self, nursery: trio.Nursery) -> None:
+        async for output in self.receive:
+            if isinstance(output, Emit):
+                if isinstance(output.event, FleetCompleted | FleetFailed):
+                    await self._wind_up()
+                    await self.emit(output.event, output.cause)
+                else:
+                    await self.emit(output.event, output.cause)
+            elif isinstance(output, Deliver):
+                nursery.start_soon(self._deliver, output)
+            elif isinstance(output, CancelTurn):
+                nursery.start_soon(self._cancel, output.member)
+            elif isinstance(output, Finished):
+                self.outcome = FleetOutcome(output.completed, output.reason, self.stream,
+                                            round(self.machine.spent, 10))
+                return
+
+    async def _deliver(self, out: Deliver) -> None:
+        session = self.sessions[out.member]
+        try:
+            accepted = await session.inject(out.text, source=f"fleet:{self.fleet.name}")
+        except SessionEnded:
+            results = self.machine.undeliverable(out.message_id, "target_ended")
+        except CommandRefused as exc:
+            results = self.machine.undeliverable(out.message_id, exc.error.code)
+        else:
+            if accepted.turn is None:
+                results = self.machine.undeliverable(out.message_id, "cap_budget_exceeded")
+            else:
+                results = self.machine.delivered(out.message_id, accepted.seq, accepted.turn)
+        for output in results:
+            self.send.send_nowait(output)
+
+    async def _cancel(self, member: str) -> None:
+        try:
+            await self.sessions[member].cancel("current_turn", reason=f"fleet {self.fleet.name}")
+        except (SessionEnded, CommandRefused):
+            pass  # its turn or session had already ended: nothing left to stop
+
+    async def _wind_up(self) -> None:
+        """Diffs attached, then every session closed, before the fleet's terminal event."""
+        for member, wd in self.workdirs.items():
+            if wd.mode != "git":
+                continue
+            try:
+                text = await worktrees.diff(wd)
+            except worktrees.WorktreeError as exc:
+                text = f"(no diff: {exc})"
+            kept = text[: worktrees.DIFF_LIMIT]
+            await self.emit(Artifact(
+                artifact_id=f"diff-{member}", mime_type="text/x-diff", name=f"{member}.diff",
+                size=len(text.encode()), uri=f"file://{wd.path}", content=kept,
+                meta={"cap.member": member, "cap.branch": wd.branch,
+                      "cap.truncated": len(text) > len(kept)}))
+        async with trio.open_nursery() as nursery:
+            for session in self.sessions.values():
+                nursery.start_soon(_close, session)
+
+
+async def _close(session: Session) -> None:
+    try:
+        await session.close()
+    except SessionEnded:
+        pass
