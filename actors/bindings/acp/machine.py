@@ -82,7 +82,6 @@ C6    anything else                                nothing
 
 from __future__ import annotations
 
-import enum
 import posixpath
 from collections import deque
 from collections.abc import Sequence
@@ -95,6 +94,7 @@ from msgspec import UNSET
 from trio_cap.actors.bindings import jsonrpc as rpc
 from trio_cap.actors.bindings.acp import frames as f
 from trio_cap.actors.bindings.acp.frames_lenient import decode_notification, decode_payload
+from trio_cap.actors.bindings.acp.machine_handshake import ClientOptions, ClientState, Handshake
 from trio_cap.actors.bindings.acp.machine_reverse import (
     CANCELLED,
     ask_for,
@@ -106,7 +106,13 @@ from trio_cap.actors.bindings.acp.machine_reverse import (
     terminal_request,
     write_request,
 )
-from trio_cap.actors.bindings.acp.machine_updates import UpdateMapper, raw, raw_value
+from trio_cap.actors.bindings.acp.machine_updates import (
+    UpdateMapper,
+    prompt_error_code,
+    prompt_usage,
+    raw,
+    raw_value,
+)
 from trio_cap.actors.bindings.base import Output, ToAgent, TurnEnded
 from trio_cap.actors.bindings.ndjson import BadLine, Lines, NdjsonReader, NoRecovery
 from trio_cap.events.kinds import (
@@ -114,7 +120,6 @@ from trio_cap.events.kinds import (
     AskUserAnswer,
     Cancel,
     CapError,
-    CapSessionReady,
     Event,
     PermissionResponse,
     StopReason,
@@ -124,6 +129,8 @@ from trio_cap.events.kinds import (
     UserInputInject,
 )
 
+__all__ = ["AcpClient", "ClientOptions", "ClientState", "Serve", "Withdraw"]
+
 PERMISSION_DENIED = rpc.INTERNAL_ERROR
 """The error a vetted write or terminal gets when trio-cap's policy or a person refused it."""
 
@@ -131,17 +138,6 @@ _STOPS: dict[str, StopReason] = {"end_turn": "end_turn", "max_tokens": "max_toke
                                  "cancelled": "cancelled"}
 _TERMINAL_METHODS = frozenset({f.TERMINAL_CREATE, f.TERMINAL_OUTPUT, f.TERMINAL_WAIT,
                                f.TERMINAL_KILL, f.TERMINAL_RELEASE})
-
-
-class ClientState(enum.Enum):
-    NEW = "new"
-    INITIALIZING = "initializing"
-    AUTHENTICATING = "authenticating"
-    OPENING = "opening"
-    CONFIGURING = "configuring"
-    READY = "ready"
-    FAILED = "failed"
-    CLOSED = "closed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,25 +156,6 @@ class Withdraw:
     rpc_id: rpc.Id | None
 
 
-@dataclass(frozen=True)
-class ClientOptions:
-    """What the client asks for and offers; the session's ``cap.session.config`` decides most."""
-
-    cwd: str
-    model: str | None = None
-    resume_id: str | None = None
-    mcp_servers: tuple[dict[str, Any], ...] = ()
-    auth_method: str | None = None
-    mode: str | None = None
-    permission_mode: str = "interactive"
-    fs_read: bool = True
-    fs_write: bool = True
-    terminal: bool = True
-    elicitation: bool = True
-    client_name: str = "trio-cap"
-    client_version: str = "0"
-
-
 @dataclass
 class _Pending:
     """A reverse request waiting for a CAP decision or answer."""
@@ -190,7 +167,7 @@ class _Pending:
     form: dict[str, Any] = field(default_factory=dict)
 
 
-class AcpClient:
+class AcpClient(Handshake):
     """One ACP agent session, as a state machine (see the module rules)."""
 
     def __init__(self, options: ClientOptions, *, max_line: int = f.MAX_LINE) -> None:
@@ -226,148 +203,9 @@ class AcpClient:
     def pending_requests(self) -> frozenset[str]:
         return frozenset(self._pending)
 
-    def capabilities(self) -> f.ClientCapabilities:
-        """Exactly what this client serves (the agent must not call anything else)."""
-        o = self.options
-        return f.ClientCapabilities(
-            fs=f.FsCapability(read_text_file=o.fs_read, write_text_file=o.fs_write),
-            terminal=o.terminal,
-            elicitation=f.ElicitationCapability(form={}) if o.elicitation else UNSET,
-            auth=f.AuthCapability(terminal=False))
-
     def _new_ref(self, what: str) -> str:
         self._counter += 1
         return f"acp_{what}_{self._counter}"
-
-    # ---- handshake ------------------------------------------------------------------------
-    def initialize(self) -> bytes:
-        if self.state is not ClientState.NEW:
-            raise RuntimeError(f"initialize sent twice (state {self.state.value})")
-        self.state = ClientState.INITIALIZING
-        params = f.InitializeParams(
-            protocol_version=f.PROTOCOL_VERSION, client_capabilities=self.capabilities(),
-            client_info=f.Implementation(name=self.options.client_name, title="trio-cap",
-                                         version=self.options.client_version))
-        return self._request(f.INITIALIZE, params)
-
-    def _request(self, method: str, params: Any) -> bytes:
-        _, data = self.rpc.request(method, params)
-        return data + b"\n"
-
-    def _fail(self, why: str) -> list[Output]:
-        self.state = ClientState.FAILED
-        self.handshake_error = why
-        return [CapError(code="cap_binding_unavailable", message=why)]
-
-    def _initialized(self, result: f.InitializeResult) -> list[Output]:
-        if result.protocol_version != f.PROTOCOL_VERSION:
-            return self._fail(f"the agent answered protocol version {result.protocol_version}; "
-                              f"trio-cap speaks ACP version {f.PROTOCOL_VERSION}")
-        self.agent = result
-        method = self.options.auth_method
-        if method:
-            return self._authenticate(method)
-        return self._open()
-
-    def _authenticate(self, method: str) -> list[Output]:
-        assert self.agent is not None
-        offered = {m.id: m for m in self.agent.methods()}
-        chosen = offered.get(method)
-        if chosen is None or chosen.type == "terminal":
-            names = ", ".join(offered) or "none"
-            why = "is not one the agent offers" if chosen is None else \
-                "needs an interactive terminal login (run the agent once by hand)"
-            return self._fail(f"ACP authentication method {method!r} {why} (offered: {names})")
-        self.state = ClientState.AUTHENTICATING
-        self._authenticated = True
-        return [ToAgent(self._request(f.AUTHENTICATE, f.AuthenticateParams(method_id=method)))]
-
-    def _open(self) -> list[Output]:
-        assert self.agent is not None
-        self.state = ClientState.OPENING
-        o = self.options
-        caps = self.agent.capabilities()
-        out: list[Output] = []
-        if o.resume_id:
-            if caps.loads_sessions():
-                self._loading = True
-                self.session_id = o.resume_id
-                return [ToAgent(self._request(f.SESSION_LOAD, f.LoadSessionParams(
-                    session_id=o.resume_id, cwd=o.cwd, mcp_servers=o.mcp_servers)))]
-            if caps.session_feature("resume"):
-                self.session_id = o.resume_id
-                return [ToAgent(self._request(f.SESSION_RESUME, f.LoadSessionParams(
-                    session_id=o.resume_id, cwd=o.cwd, mcp_servers=o.mcp_servers)))]
-            out.append(raw("resume_unsupported", f"the agent cannot load or resume session "
-                                                 f"{o.resume_id}; a new session was started"))
-        out.append(ToAgent(self._request(f.SESSION_NEW, f.NewSessionParams(
-            cwd=o.cwd, mcp_servers=o.mcp_servers))))
-        return out
-
-    def _opened(self, modes: Any, options: Any) -> list[Output]:
-        self._loading = False
-        if isinstance(modes, f.SessionModeState):
-            self.modes = modes
-            self.updates.mode = modes.current_mode_id
-        if isinstance(options, tuple):
-            self.updates.config_options = options
-        out: list[Output] = []
-        model = self.options.model
-        if model:
-            option = next((c for c in self.updates.config_options
-                           if c.category == "model" or c.id == "model"), None)
-            if option is not None and model in option.values():
-                if option.current_value != model:
-                    self._steps.append((f.SESSION_SET_CONFIG, f.SetConfigOptionParams(
-                        session_id=self.session_id or "", config_id=option.id, value=model)))
-            else:
-                offered = option.values() if option is not None else []
-                out.append(raw("model_not_applied", f"model {model!r} is not among the agent's "
-                                                    f"model choices {offered}; it keeps its own"))
-        mode = self.options.mode
-        mode_option = next((c for c in self.updates.config_options if c.category == "mode"),
-                           None)
-        if not mode:
-            pass
-        elif mode_option is not None and mode in mode_option.values():
-            if mode_option.current_value != mode:  # configOptions win over modes (acp.md §2)
-                self._steps.append((f.SESSION_SET_CONFIG, f.SetConfigOptionParams(
-                    session_id=self.session_id or "", config_id=mode_option.id, value=mode)))
-        elif self.modes is not None and any(m.id == mode for m in self.modes.available_modes):
-            if mode != self.modes.current_mode_id:
-                self._mode_asked = mode
-                self._steps.append((f.SESSION_SET_MODE, f.SetModeParams(
-                    session_id=self.session_id or "", mode_id=mode)))
-        else:
-            out.append(raw("mode_not_applied", f"mode {mode!r} is not offered"))
-        return out + self._next_step()
-
-    def _next_step(self) -> list[Output]:
-        if self._steps:
-            self.state = ClientState.CONFIGURING
-            method, params = self._steps.popleft()
-            return [ToAgent(self._request(method, params))]
-        return self._ready()
-
-    def _ready(self) -> list[Output]:
-        self.state = ClientState.READY
-        agent = self.agent
-        assert agent is not None
-        caps = agent.capabilities()
-        info: dict[str, Any] = {"protocol_version": agent.protocol_version,
-                                "load_session": caps.loads_sessions()}
-        if isinstance(agent.agent_info, f.Implementation):
-            info["agent"] = msgspec.to_builtins(agent.agent_info)
-        if self.modes is not None:
-            info["mode"] = self.modes.current_mode_id
-            info["modes"] = [m.id for m in self.modes.available_modes]
-        if self.updates.config_options:
-            info["config_options"] = {c.id: c.current_value for c in self.updates.config_options
-                                      if c.current_value is not UNSET}
-        if agent.methods():
-            info["auth_methods"] = [m.id for m in agent.methods()]
-        out: list[Output] = [CapSessionReady(session_id=self.session_id, meta={"acp": info})]
-        return out + self._next_prompt()
 
     # ---- CAP → agent --------------------------------------------------------------------------
     def send(self, frame: Event) -> list[Output]:
@@ -733,7 +571,7 @@ class AcpClient:
             if code == f.REQUEST_CANCELLED or self._cancelling:
                 out.append(TurnEnded("cancelled"))
             else:
-                out.append(CapError(code=_error_code(code, message), message=message,
+                out.append(CapError(code=prompt_error_code(code, message), message=message,
                                     details={"acp_code": code} if code is not None else None))
                 out.append(TurnEnded("error"))
             self._pending.clear()
@@ -786,7 +624,7 @@ class AcpClient:
             out.append(raw("unknown_stop_reason", reason))
         usage = result.usage
         if isinstance(usage, dict):
-            out.append(_usage(usage, stop))
+            out.append(prompt_usage(usage, stop))
         out.append(TurnEnded(stop))
         out += self._next_prompt()
 
@@ -801,33 +639,6 @@ class AcpClient:
 
     def _stray(self, item: rpc.StrayResponse, out: list[Output]) -> None:
         out.append(raw("stray_response", f"a response to no pending request: id {item.id!r}"))
-
-
-def _error_code(code: int | None, message: str) -> str:
-    lowered = message.lower()
-    if code == f.AUTH_REQUIRED or "auth" in lowered:
-        return "auth_error"
-    if "rate limit" in lowered or "429" in lowered:
-        return "rate_limit"
-    if "context" in lowered and ("exceed" in lowered or "too long" in lowered):
-        return "context_overflow"
-    return "agent_error"
-
-
-def _usage(usage: dict[str, Any], stop: StopReason) -> Usage:
-    def num(*keys: str) -> int:
-        for key in keys:
-            value = usage.get(key)
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
-        return 0
-
-    return Usage(input_tokens=num("inputTokens", "input_tokens"),
-                 output_tokens=num("outputTokens", "output_tokens"),
-                 cache_read_tokens=num("cachedReadTokens", "cacheReadTokens"),
-                 cache_creation_tokens=num("cachedWriteTokens", "cacheWriteTokens"),
-                 thinking_tokens=num("thoughtTokens", "reasoningTokens"),
-                 stop_reason=stop, meta={"acp": {"usage": usage}})
 
 
 def _unreadable(reason: str, data: bytes, size: int = 0) -> CapError:

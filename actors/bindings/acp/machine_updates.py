@@ -49,6 +49,7 @@ from trio_cap.events.kinds import (
     Event,
     Plan,
     PlanEntry,
+    StopReason,
     TextChunk,
     Thought,
     ToolCallDelta,
@@ -275,3 +276,30 @@ class UpdateMapper:
                 cost = round(max(0.0, total - self.cost_usd), 12)
                 self.cost_usd = max(self.cost_usd, total)
         return Usage(cost_usd_estimate=cost, meta={"acp": meta})
+
+
+def prompt_error_code(code: int | None, message: str) -> str:
+    lowered = message.lower()
+    if code == f.AUTH_REQUIRED or "auth" in lowered:
+        return "auth_error"
+    if "rate limit" in lowered or "429" in lowered:
+        return "rate_limit"
+    if "context" in lowered and ("exceed" in lowered or "too long" in lowered):
+        return "context_overflow"
+    return "agent_error"
+
+
+def prompt_usage(usage: dict[str, Any], stop: StopReason) -> Usage:
+    def num(*keys: str) -> int:
+        for key in keys:
+            value = usage.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        return 0
+
+    return Usage(input_tokens=num("inputTokens", "input_tokens"),
+                 output_tokens=num("outputTokens", "output_tokens"),
+                 cache_read_tokens=num("cachedReadTokens", "cacheReadTokens"),
+                 cache_creation_tokens=num("cachedWriteTokens", "cacheWriteTokens"),
+                 thinking_tokens=num("thoughtTokens", "reasoningTokens"),
+                 stop_reason=stop, meta={"acp": {"usage": usage}})
