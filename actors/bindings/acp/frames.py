@@ -25,7 +25,8 @@ integer ``1``), checked against the official SDKs' golden samples
 
 JSON-RPC itself (ids, routing, error replies) is :mod:`..jsonrpc`'s; framing
 is :mod:`..ndjson`'s.  This module only knows what ``params`` and ``result``
-hold for each ACP method.
+hold for each ACP method.  It is long because it is the whole v1 schema, both
+directions, in the schema's order; the tables at the end are its index.
 """
 
 from __future__ import annotations
