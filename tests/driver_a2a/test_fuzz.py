@@ -106,21 +106,23 @@ def vars_of(step: object) -> list[object]:
     return [getattr(step, name) for name in step.__slots__]  # type: ignore[attr-defined]
 
 
-def _httpx_sse(stream: bytes) -> list[str]:
+def _httpx_sse(stream: bytes) -> tuple[list[str], str | None]:
+    """(the events' data, the last event ID after the last event with data)."""
     from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
-    lines, decoder, out = SSELineDecoder(), SSEDecoder(), []
+    lines, decoder, out, last = SSELineDecoder(), SSEDecoder(), [], None
     for line in [*lines.decode(stream.decode()), *lines.flush()]:
         sse = decoder.decode(line.rstrip("\n"))
         if sse is not None and sse.data:
             out.append(sse.data)
-    return out
+            last = sse.id or None
+    return out, last
 
 
 sse_lines = st.lists(st.one_of(
     st.text(alphabet="abc{}: \"", max_size=8).map(lambda t: "data: " + t),
     st.text(alphabet="abc{}", max_size=6).map(lambda t: "data:" + t),
-    st.sampled_from([": ping", "event: error", "id: 7", "retry: 10", "data", ""])),
+    st.sampled_from([": ping", "event: error", "id: 7", "id: 12", "retry: 10", "data", ""])),
     max_size=12)
 
 
@@ -136,5 +138,7 @@ def test_the_sse_reader_agrees_with_httpx_sse(lines: list[str], eol: str,
         at += size
     got += reader.feed(stream[at:])
     got += reader.feed_eof()
-    expected = _httpx_sse(stream)
+    expected, last_id = _httpx_sse(stream)
     assert [g.decode() for g in got if g] == expected
+    if expected and last_id is not None:
+        assert reader.last_id == last_id

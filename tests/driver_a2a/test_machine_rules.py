@@ -488,3 +488,13 @@ def test_d3_an_artifact_with_a_cap_part_is_that_part() -> None:
         content="diff text"), last=True))
     (art,) = events(out)
     assert (art.artifact_id, art.mime_type, art.content) == ("x1", "text/x-diff", "diff text")
+
+
+def test_d15_the_resubscribe_names_the_last_event_taken() -> None:
+    from trio_cap.actors.bindings.a2a.machine import SseBatch
+
+    d = driver()
+    rid = start(d)
+    d.receive_frame(SseBatch(rid, [frame(rid, task())], "4"))
+    (post,) = posts(d.receive_frame(Dropped(rid, "cut", responded=True)))
+    assert post.last_event_id == "4"

@@ -127,7 +127,8 @@ class A2aConnection:
     async def _feed(self, frame: object) -> None:
         await self._step(lambda: self.machine.receive_frame(frame))
 
-    def headers(self, spelling: f.Spelling, streaming: bool) -> dict[str, str]:
+    def headers(self, spelling: f.Spelling, streaming: bool,
+                last_event_id: str | None = None) -> dict[str, str]:
         headers = {"Content-Type": "application/json",
                    "Accept": "text/event-stream, application/json" if streaming
                    else "application/json",
@@ -136,6 +137,8 @@ class A2aConnection:
             headers[f.EXTENSIONS_HEADER[spelling]] = f.CAP_EXTENSION
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = last_event_id
         return headers
 
     async def _exchange(self, post: Post) -> None:
@@ -154,7 +157,8 @@ class A2aConnection:
             try:
                 async with self.client.stream(
                         "POST", post.url, content=post.body, timeout=timeout,
-                        headers=self.headers(post.spelling, post.streaming)) as resp:
+                        headers=self.headers(post.spelling, post.streaming,
+                                             post.last_event_id)) as resp:
                     responded = True
                     if not resp.is_success:
                         await self._feed(HttpStatus(rid, resp.status_code,
@@ -164,10 +168,10 @@ class A2aConnection:
                         async for chunk in resp.aiter_bytes():
                             datas = reader.feed(chunk)
                             if datas:  # every event of one read: one machine step, one batch
-                                await self._feed(SseBatch(rid, datas))
+                                await self._feed(SseBatch(rid, datas, reader.last_id))
                         datas = reader.feed_eof()
                         if datas:
-                            await self._feed(SseBatch(rid, datas))
+                            await self._feed(SseBatch(rid, datas, reader.last_id))
                         await self._feed(Ended(rid))
                     else:
                         await self._feed(Body(rid, await _read(resp, MAX_BODY)))

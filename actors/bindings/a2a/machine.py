@@ -158,10 +158,12 @@ class SseData:
 
 @dataclass(frozen=True, slots=True)
 class SseBatch:
-    """The data of every SSE event completed by one read (``machine_sse.SseReader.feed``)."""
+    """The data of every SSE event completed by one read (``machine_sse.SseReader.feed``),
+    and the stream's last event ID after them (``SseReader.last_id``)."""
 
     request_id: int
     datas: Sequence[bytes]
+    last_event_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +216,9 @@ class Post:
     spelling: f.Spelling
     streaming: bool
     delay: float = 0.0
+    last_event_id: str | None = None
+    """For a resubscribe: sent as ``Last-Event-ID`` (a server that honours it resumes after
+    that event instead of sending the snapshot; one that does not sends the snapshot)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +293,8 @@ class A2aDriver:
         self.artifacts: dict[str, _Art] = {}
         self.cancel_wanted = False
         self.resubscribes = 0
+        self.last_event_id: str | None = None
+        """The SSE id of the last event taken for the current task (D15's Last-Event-ID)."""
         self.turn_text: list[str] = []
         """The agent-message text this turn streamed (to spot an artifact repeating it)."""
         self.sent_messages = 0
@@ -397,6 +404,9 @@ class A2aDriver:
         ex = _Exchange(kind, self.spelling, turn=kind != CANCEL)
         post = self._post(method, self._task_params(kind), ex, streaming=kind == RESUBSCRIBE,
                           delay=delay)
+        if kind == RESUBSCRIBE and self.last_event_id is not None:
+            post = Post(post.request_id, post.method, post.body, post.url, post.spelling,
+                        post.streaming, post.delay, self.last_event_id)
         if kind != CANCEL:
             self.stream_id = post.request_id
         return post
@@ -433,7 +443,11 @@ class A2aDriver:
             return []
         kind = type(frame)
         if kind is SseBatch:
-            return self._events(frame.request_id, frame.datas)  # type: ignore[attr-defined]
+            live = frame.request_id in self.live  # type: ignore[attr-defined]
+            out = self._events(frame.request_id, frame.datas)  # type: ignore[attr-defined]
+            if live and frame.last_event_id is not None:  # type: ignore[attr-defined]
+                self.last_event_id = frame.last_event_id  # type: ignore[attr-defined]
+            return out
         if kind is SseData:
             return self._data(frame)  # type: ignore[arg-type]
         if kind is Ended:
@@ -591,6 +605,7 @@ class A2aDriver:
                 self.artifacts = {k: v for k, v in self.artifacts.items() if not v.closed}
             self.task_id = task_id
             self.state = None
+            self.last_event_id = None
 
     # -- messages and parts --
 

@@ -33,6 +33,9 @@ class SseReader:
         self._max = max_event
         self.oversized = 0
         self._skipping = False
+        self.last_id: str | None = None
+        """The stream's last event ID (the ``id:`` field, kept across events as the spec
+        says): what a reconnect sends as ``Last-Event-ID``."""
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """The data of every event completed by this chunk, in order."""
@@ -49,7 +52,7 @@ class SseReader:
                 if block[:6] == b"data: " and b"\n" not in block and b"\r" not in block:
                     out.append(block[6:])  # a2a-sdk's one line per event
                 elif block:
-                    out += _complete(block)
+                    out += self._complete(block)
         else:
             rest = buf
         if b"\n" in rest or b"\r" in rest:
@@ -75,7 +78,20 @@ class SseReader:
             head = head.partition(b"\n\n")[2]
             self._skipping = False
         self._keep(rest)
-        return _complete(head)
+        return self._complete(head)
+
+    def _complete(self, block: bytes) -> list[bytes]:
+        """Events closed by blank lines (the last one by the caller's): each event's data."""
+        if b"\r" in block:
+            block = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        out = []
+        for piece in block.split(b"\n\n"):
+            data, event_id = _general(piece)
+            if event_id is not None:
+                self.last_id = event_id
+            if data is not None:
+                out.append(data)
+        return out
 
     def _keep(self, rest: bytes) -> None:
         if len(rest) > self._max:
@@ -94,27 +110,18 @@ class SseReader:
         return out
 
 
-def _complete(block: bytes) -> list[bytes]:
-    """Events closed by blank lines (the last one by the caller's): each event's data."""
-    if b"\r" in block:
-        block = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-    out = []
-    for piece in block.split(b"\n\n"):
-        data = _general(piece)
-        if data is not None:
-            out.append(data)
-    return out
-
-
-def _general(block: bytes) -> bytes | None:
+def _general(block: bytes) -> tuple[bytes | None, str | None]:
+    """(the event's data or None, its ``id`` field or None)."""
     data: list[bytes] = []
+    event_id: str | None = None
     for line in block.lstrip(b"\n").split(b"\n"):
         if not line or line[:1] == b":":
             continue
         name, colon, value = line.partition(b":")
-        if name != b"data":
-            continue
         if colon and value[:1] == b" ":
             value = value[1:]
-        data.append(value)
-    return b"\n".join(data) if data else None
+        if name == b"data":
+            data.append(value)
+        elif name == b"id" and b"\0" not in value:
+            event_id = value.decode("utf-8", "replace")
+    return (b"\n".join(data) if data else None), event_id
