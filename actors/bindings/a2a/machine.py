@@ -56,7 +56,8 @@ D14   the turn's stream ends cleanly, no end yet   turn ends ``end_turn`` (0.3's
                                                    is not trusted either way)
 D15   the turn's stream drops (transport error)    ``agent.raw`` a2a_stream_dropped and a
       with the task id known                       resubscribe (up to ``max_resubscribes``,
-                                                   delays 0.5/1/2 s); then D13
+                                                   delays 0.5/1/2 s; ``Last-Event-ID`` =
+                                                   the last SSE id taken); then D13
 D16   resubscribe refused (-32004: task is         ``GetTask`` / ``tasks/get``: D13 on the
       terminal)                                    final snapshot
 D17   JSON-RPC error -32601/-32009 to the first    the same message again in the other
