@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -44,10 +44,7 @@ from trio_cap.actors.bindings.a2a.frames import (
 )
 from trio_cap.actors.bindings.a2a.publisher import RpcFault, Task
 from trio_cap.actors.bindings.a2a.serve_sessions import Publisher
-
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+from trio_cap.actors.model_server.app import Receive, Scope, Send
 
 RPC_PATH = "/a2a/jsonrpc"
 MAX_BODY_BYTES = 4 * 1024 * 1024
