@@ -77,7 +77,6 @@ import base64
 import enum
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from trio_cap.actors.bindings.base import KillAgent, Output, ToAgent, TurnEnded
@@ -93,6 +92,17 @@ from trio_cap.actors.bindings.pty.machine_rules import (
     yes_no_text,
 )
 from trio_cap.actors.bindings.pty.machine_screen import TuiVtScreen
+from trio_cap.actors.bindings.pty.machine_turn import (
+    BOX_SIDES,
+    Ask,
+    Turn,
+    compact,
+    echoed,
+    error_code,
+    flush_plan,
+    flush_sections,
+    flush_text,
+)
 from trio_cap.events.kinds import (
     AskUser,
     AskUserAnswer,
@@ -100,12 +110,8 @@ from trio_cap.events.kinds import (
     CapError,
     CapSessionReady,
     Event,
-    Plan,
-    PlanEntry,
     PtyRawBytes,
     StopReason,
-    TextChunk,
-    Thought,
     ToolCallEnd,
     ToolCallStart,
     UserInputInject,
@@ -121,77 +127,6 @@ class PtyState(enum.Enum):
     READY = "ready"
     BUSY = "busy"
     CLOSED = "closed"
-
-
-@dataclass
-class _Ask:
-    ask_id: str
-    kind: str  # yes_no | options | dialog
-    prompt: str
-    choices: list[tuple[str, str]] = field(default_factory=list)
-
-
-@dataclass
-class _Turn:
-    text: str
-    message_id: str
-    submitted: bool = False
-    enter_at: float | None = None
-    output_after_enter: bool = False
-    verified: bool = False
-    retries: int = 0
-    cancelled: bool = False
-    failed: bool = False
-    gen: int = 0
-    start_row: int = 0
-    emitted: int = 0
-    echo: deque[str] = field(default_factory=deque)
-    """The prompt's lines (whitespace removed) not yet seen echoed back."""
-    echo_checked: bool = False
-    prompts: set[str] = field(default_factory=set)
-    """What stood before the echoed input on its rows (``>>>``, ``...``): a row showing only
-    one of them before any output is the REPL's continuation of the same input."""
-    seen: set[str] = field(default_factory=set)
-    prev_touched: int = 1 << 62
-    blanks: int = 0
-    any_text: bool = False
-    buf: list[str] = field(default_factory=list)
-    tools: dict[str, list[str]] = field(default_factory=dict)
-    plan: list[PlanEntry] | None = None
-    thought: list[str] | None = None
-    asked: set[tuple[int, int]] = field(default_factory=set)
-    options: tuple[str, int, list[str]] | None = None
-    """A pick-one question seen on a complete line: its text, row and the lines under it
-    so far (its choices); asked at the next settle, once they are all on the screen."""
-    in_flight: int = 1
-    saw_busy: bool = False
-    """A ``parse.x-busy`` line showed after Enter: the program took the prompt (P9)."""
-
-
-_BOX_SIDES = "\u2502\u2503\u2551\u258f\u258e|"
-"""Right edges of input boxes: │ ┃ ║ ▏ ▎ |."""
-
-
-def _compact(text: str) -> str:
-    return "".join(text.split())
-
-
-def _prompt_like(prefix: str, prompts: set[str]) -> bool:
-    return (not prefix or prefix in prompts
-            or (len(prefix) <= 8 and not any(c.isalnum() for c in prefix)))
-
-
-def _error_code(line: str) -> str:
-    low = line.lower()
-    if ("rate" in low and "limit" in low) or "429" in low:
-        return "rate_limit"
-    if any(w in low for w in ("auth", "login", "unauthorized", "401", "api key")):
-        return "auth_error"
-    if "context" in low and any(w in low for w in ("length", "window", "overflow", "too long")):
-        return "context_overflow"
-    if "model" in low and any(w in low for w in ("not found", "unavailable", "overloaded")):
-        return "model_unavailable"
-    return "agent_error"
 
 
 class PtyMachine:
@@ -212,9 +147,9 @@ class PtyMachine:
         self._settled_activity = -1
         self._writes: list[tuple[float, bytes]] = []
         self._held: deque[str] = deque()
-        self._turn: _Turn | None = None
-        self._queued: deque[_Turn] = deque()
-        self._ask: _Ask | None = None
+        self._turn: Turn | None = None
+        self._queued: deque[Turn] = deque()
+        self._ask: Ask | None = None
         self._blocked_reported: set[str] = set()
         self._hold_until_clear = False
         self._pending: list[Output] = []
@@ -337,7 +272,7 @@ class PtyMachine:
         return []  # cap.session.config went into the argv; PTY has no permission frames
 
     def _inject(self, text: str) -> list[Output]:
-        turn = _Turn(text=text, message_id=self._new_id("msg"))
+        turn = Turn(text=text, message_id=self._new_id("msg"))
         if self._turn is None and self.state is PtyState.READY and not self._hold_until_clear:
             self._turn = turn
             self.state = PtyState.BUSY
@@ -357,13 +292,13 @@ class PtyMachine:
         self._writes.append((self.now + self.s.enter_gap, ENTER))
         return out
 
-    def _submit(self, turn: _Turn) -> list[Output]:
+    def _submit(self, turn: Turn) -> list[Output]:
         turn.submitted = True
         screen = self.screen
         screen.take_touched()
         turn.gen = screen.generation
         turn.start_row = turn.emitted = screen.cursor_row
-        turn.echo = deque(c for c in map(_compact, turn.text.splitlines()) if c)
+        turn.echo = deque(c for c in map(compact, turn.text.splitlines()) if c)
         if screen.alternate or self.s.redraw:
             turn.seen = {r.strip() for r in screen.rows() if r.strip()}
         return self._type(turn.text)
@@ -427,7 +362,7 @@ class PtyMachine:
         self._writes.append((self.now + self.s.enter_gap, ENTER))
         return out
 
-    def _unanswered(self, ask: _Ask) -> list[Output]:
+    def _unanswered(self, ask: Ask) -> list[Output]:
         self._hold_until_clear = True
         error = CapError(code="pty_blocked",
                          message=f"the agent asks {ask.prompt!r} and no answer came: nothing "
@@ -563,17 +498,17 @@ class PtyMachine:
         return any(p is not None and p.search(last) is not None
                    for p in (self.s.ask_yes_no, self.s.ask_options))
 
-    def _input_shown(self, turn: _Turn, rows: list[str]) -> bool:
+    def _input_shown(self, turn: Turn, rows: list[str]) -> bool:
         """The prompt's last line still sits in the line the cursor is on (P5)."""
         tail = next((ln for ln in reversed(turn.text.splitlines()) if ln.strip()), "")
-        tail = _compact(tail)
+        tail = compact(tail)
         if not tail:
             return False
         y = self.screen.cursor.y
         # an input box's right side ("| > text   |") is not part of what was typed
-        return 0 <= y < len(rows) and _compact(rows[y]).rstrip(_BOX_SIDES).endswith(tail)
+        return 0 <= y < len(rows) and compact(rows[y]).rstrip(BOX_SIDES).endswith(tail)
 
-    def _dialog_ask(self, rows: list[str], dialog: list[int], turn: _Turn) -> list[Output]:
+    def _dialog_ask(self, rows: list[str], dialog: list[int], turn: Turn) -> list[Output]:
         key = (self.screen.generation, -1 - dialog[0])
         if key in turn.asked:
             return []
@@ -596,7 +531,7 @@ class PtyMachine:
             return [self._new_ask("options", line.strip(), choices)]
         return []
 
-    def _ask_options(self, turn: _Turn, rows: list[str]) -> list[Output]:
+    def _ask_options(self, turn: Turn, rows: list[str]) -> list[Output]:
         """The pick-one question seen on a complete line, with the lines under it (P7)."""
         out = self._commit(turn, self.screen.cursor_row)
         if turn.options is None:
@@ -610,7 +545,7 @@ class PtyMachine:
         return [*out, self._new_ask("options", question, option_choices(question, below))]
 
     def _new_ask(self, kind: str, prompt: str, choices: list[tuple[str, str]]) -> AskUser:
-        ask = _Ask(ask_id=self._new_id("ask"), kind=kind, prompt=prompt, choices=choices)
+        ask = Ask(ask_id=self._new_id("ask"), kind=kind, prompt=prompt, choices=choices)
         self._ask = ask
         if choices:
             form: dict[str, Any] = {"type": "string",
@@ -620,7 +555,7 @@ class PtyMachine:
             form = {"type": "string", "enum": ["yes", "no"]}
         return AskUser(ask_id=ask.ask_id, prompt=prompt, form=form)
 
-    def _end_turn(self, turn: _Turn, stop: StopReason) -> list[Output]:
+    def _end_turn(self, turn: Turn, stop: StopReason) -> list[Output]:
         out = self._flush_sections(turn) + self._flush_text(turn)
         out += [TurnEnded("error" if turn.failed else stop)] * max(1, turn.in_flight)
         self._turn = None
@@ -636,7 +571,7 @@ class PtyMachine:
         if turn is not None and turn.submitted and turn.gen == self.screen.generation:
             self._pending += self._commit(turn, self.screen.cursor_row + 1)
 
-    def _stream(self, turn: _Turn) -> list[Output]:
+    def _stream(self, turn: Turn) -> list[Output]:
         screen = self.screen
         if turn.gen != screen.generation:
             turn.gen = screen.generation
@@ -652,7 +587,7 @@ class PtyMachine:
         turn.prev_touched = touched
         return self._commit(turn, upto)
 
-    def _commit(self, turn: _Turn, upto: int, *, settled: bool = False) -> list[Output]:
+    def _commit(self, turn: Turn, upto: int, *, settled: bool = False) -> list[Output]:
         screen = self.screen
         out: list[Output] = []
         start = max(turn.emitted, screen.first_row)
@@ -681,12 +616,12 @@ class PtyMachine:
             out += self._flush_sections(turn)
         return out + self._flush_text(turn)
 
-    def _line(self, turn: _Turn, text: str, row: int) -> list[Output]:
+    def _line(self, turn: Turn, text: str, row: int) -> list[Output]:
         s = self.s
         stripped = text.strip()
         if turn.echo and self._echoed(turn, text):
             return []
-        if not turn.any_text and turn.prompts and _compact(text) in turn.prompts:
+        if not turn.any_text and turn.prompts and compact(text) in turn.prompts:
             return []
         if not stripped:
             closes = turn.plan is not None or turn.thought is not None
@@ -740,7 +675,7 @@ class PtyMachine:
             return out + self._flush_text(turn) + asked
         if s.error_lines and matches(s.error_lines, text):
             out += self._flush_text(turn)
-            out.append(CapError(code=_error_code(stripped), message=stripped,
+            out.append(CapError(code=error_code(stripped), message=stripped,
                                 details={"line": stripped}))
         turn.buf.extend([""] * turn.blanks)
         turn.blanks = 0
@@ -750,59 +685,12 @@ class PtyMachine:
         turn.any_text = True
         return out
 
-    def _echoed(self, turn: _Turn, text: str) -> bool:
-        """Is this row the program echoing the prompt back (P10)?
+    def _echoed(self, turn: Turn, text: str) -> bool:
+        return echoed(turn, text, self.screen.columns)
 
-        A row is echo when it ends with the next prompt line and what stands before
-        it is empty, a prompt already seen (``tcap$``) or a continuation prompt (``...``,
-        ``>``: a few characters, none of them a letter or digit); a full-width
-        row ending with the start of that line is the first part of a wrapped echo.  A
-        first row that is no echo at all means the program does not echo: stop looking.
-        """
-        compact = _compact(text)
-        if not compact:
-            return False
-        first, turn.echo_checked = not turn.echo_checked, True
-        cur = turn.echo[0]
-        if compact.endswith(cur):
-            prefix = compact[:-len(cur)]
-            if first or _prompt_like(prefix, turn.prompts):
-                if prefix:
-                    turn.prompts.add(prefix)
-                turn.echo.popleft()
-                return True
-        if len(text) >= self.screen.columns - 1:
-            for k in range(min(len(compact), len(cur)), 0, -1):
-                prefix = compact[:-k]
-                if compact.endswith(cur[:k]) and (first or _prompt_like(prefix, turn.prompts)):
-                    if prefix:
-                        turn.prompts.add(prefix)
-                    turn.echo[0] = cur[k:]
-                    return True
-        if first:
-            turn.echo.clear()
-        return False
-
-    def _flush_text(self, turn: _Turn) -> list[Output]:
-        if not turn.buf:
-            return []
-        text = "\n".join(turn.buf) + "\n"
-        turn.buf = []
-        return [TextChunk(message_id=turn.message_id, text=text)]
-
-    def _flush_plan(self, turn: _Turn) -> list[Output]:
-        entries, turn.plan = turn.plan, None
-        if not entries:
-            return []
-        return [*self._flush_text(turn), Plan(entries=tuple(entries))]
-
-    def _flush_sections(self, turn: _Turn) -> list[Output]:
-        out = self._flush_plan(turn)
-        lines, turn.thought = turn.thought, None
-        if lines:
-            out += self._flush_text(turn)
-            out.append(Thought(message_id=turn.message_id, text="\n".join(lines)))
-        return out
+    _flush_text = staticmethod(flush_text)
+    _flush_plan = staticmethod(flush_plan)
+    _flush_sections = staticmethod(flush_sections)
 
     # ---- the process -----------------------------------------------------------------
     def resize(self, cols: int, rows: int) -> None:
