@@ -36,6 +36,7 @@ COMMAND_MODULES = (
     "trio_cap.actors.cli.peers_cmd",
     "trio_cap.actors.cli.serve_cmd",
     "trio_cap.actors.cli.policy_cmd",
+    "trio_cap.actors.cli.fleet_cmd",
 )
 
 
@@ -50,6 +51,7 @@ COMMANDS = {
     "peers": "trio_cap.actors.cli.peers_cmd",
     "serve": "trio_cap.actors.cli.serve_cmd",
     "policy": "trio_cap.actors.cli.policy_cmd",
+    "fleet": "trio_cap.actors.cli.fleet_cmd",
 }
 """Top-level command → the module that registers it: a command line that names one loads
 only that module (``cap agent`` starts an agent; it need not import the A2A server, the

@@ -9,6 +9,7 @@ import msgspec
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.projections.audit import AuditProjection, AuditState
 from trio_cap.events.projections.base import Projection
+from trio_cap.events.projections.fleets import FleetsProjection, FleetsState
 from trio_cap.events.projections.pending import PendingProjection, PendingState
 from trio_cap.events.projections.plan import PlanProjection, PlanState
 from trio_cap.events.projections.sessions import (
@@ -26,6 +27,7 @@ PROJECTIONS: tuple[Projection, ...] = (
     UsageProjection(),
     PendingProjection(),
     AuditProjection(),
+    FleetsProjection(),
 )
 
 
@@ -36,6 +38,7 @@ class State(msgspec.Struct):
     usage: UsageState
     pending: PendingState
     audit: AuditState
+    fleets: FleetsState
     last_seq: int = 0
 
 

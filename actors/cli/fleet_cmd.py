@@ -1,0 +1,246 @@
+"""``cap fleet run | validate | status | clean``: several agents on one task, from a fleet file.
+
+Every failure ends in one line and an exit code: 2 for a fleet file with problems (all of
+them listed, one per line, before anything is made) or bad usage, 1 for a fleet that ran
+and did not complete, or a clean that would lose work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import trio
+
+from trio_cap.actors.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
+
+_RUN = """\
+Run a fleet: start every session of FLEET (a fleet.toml or fleet.yaml) in its own
+working directory, send the task, route each session's results as the file's routes say,
+keep the spend inside the budgets, and close every session when nothing is left to do.
+Each event is printed as one plain line (the live terminal view is not in this build, so
+the output is the same with or without --headless).  Exit code: 0 when the fleet
+completed, 1 when it failed (a failed turn or session, a refused budget, plan entries
+that never ran), 2 when the fleet file has problems.
+
+Git worktrees (worktrees = "git", the default): one per session at
+<repo>/.cap-worktrees/<session-id>/ on branch cap/<fleet>/<session-id> off the base
+branch; kept after the run, with each one's diff in the log; `cap fleet clean` removes
+them.  Permissions come from the file (per fleet and per session); nobody is asked, so
+high-risk requests are refused unless the file sets allow_high_risk = true.
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    fleet = sub.add_parser("fleet", help="run, check, inspect and clean up fleets of agents",
+                           description="Several agent sessions on one task, coordinated "
+                                       "by trio-cap (see docs/fleets.md).")
+    verbs = fleet.add_subparsers(dest="fleet_command", metavar="COMMAND")
+
+    run = verbs.add_parser("run", help="run a fleet to its end", description=_RUN,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("fleet", metavar="FLEET", help="the fleet file (.toml, .yaml or .yml)")
+    run.add_argument("--log", metavar="FILE",
+                     help="the event log (default <repo>/.cap/fleets/<name>/<run-id>.caplog)")
+    run.add_argument("--task", metavar="TEXT", help="the task, instead of the file's")
+    run.add_argument("--headless", action="store_true",
+                     help="plain event lines for CI (what this build always prints)")
+    run.set_defaults(func=run_command)
+
+    check = verbs.add_parser("validate", help="check a fleet file without running anything",
+                             description="Check a fleet file: every problem is listed as "
+                                         "FILE: field.path: problem (exit 2); agents are "
+                                         "resolved too.  Nothing is created.")
+    check.add_argument("fleet", metavar="FLEET", help="the fleet file")
+    check.set_defaults(func=validate_command)
+
+    status = verbs.add_parser("status", help="each fleet in a log: members, spend, plan",
+                              description="What a fleet log says, from its projections: "
+                                          "each member's state, the spend against the "
+                                          "budgets, the master plan and the messages.")
+    status.add_argument("log", metavar="LOG", help="a fleet's event log")
+    status.set_defaults(func=status_command)
+
+    clean = verbs.add_parser(
+        "clean", help="remove the worktrees and branches a fleet made",
+        description="Remove the worktrees, branches and directories that the fleet's logs "
+                    "say it made (nothing else).  Work that is not committed, or commits "
+                    "no other branch has, is kept unless --force: then nothing is removed "
+                    "and the exit code is 1.")
+    clean.add_argument("fleet", metavar="FLEET", help="the fleet file")
+    clean.add_argument("--log", metavar="FILE", action="append",
+                       help="a log of the fleet's runs (repeatable; default: every log in "
+                            "<repo>/.cap/fleets/<name>/)")
+    clean.add_argument("--force", action="store_true",
+                       help="remove them even with uncommitted or unmerged work")
+    clean.set_defaults(func=clean_command)
+
+    fleet.set_defaults(func=lambda _args: (fleet.print_help(), EXIT_USAGE)[1])
+
+
+def _load(path: str, task: str | None = None):
+    from trio_cap.actors.fleet import FleetInvalid, check_agents, load_fleet
+
+    try:
+        fleet = load_fleet(path, task=task)
+    except FleetInvalid as exc:
+        raise UsageError(str(exc)) from None
+    problems = trio.run(check_agents, fleet)
+    if problems:
+        raise UsageError("\n".join(problems))
+    return fleet
+
+
+def validate_command(args: argparse.Namespace) -> int:
+    fleet = _load(args.fleet)
+    print(f"{args.fleet}: ok: fleet {fleet.name}, {len(fleet.sessions)} sessions, "
+          f"{len(fleet.routes)} routes, {len(fleet.plan)} plan entries")
+    return EXIT_OK
+
+
+def default_log(fleet) -> str:
+    from trio_cap.actors.ids import run_id
+
+    return str(Path(fleet.repo) / ".cap" / "fleets" / fleet.name / f"{run_id()}.caplog")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from trio_cap.actors.cli.run_cmd import open_log
+
+    if args.task is not None and not args.task.strip():
+        raise UsageError("--task: the task is empty")
+    fleet = _load(args.fleet, task=args.task)
+    if not fleet.task.strip():
+        raise UsageError(f"{args.fleet}: no task: give task or task_file in the file, or --task")
+    path = args.log or default_log(fleet)
+    log = open_log(path, "batch")
+    print(f"cap fleet: log {path}", file=sys.stderr)
+    try:
+        outcome = trio.run(_run, fleet, log)
+    except BaseException:
+        if log.last_seq == 0 and not args.log:
+            Path(path).unlink(missing_ok=True)  # nothing ran: leave no empty log behind
+        raise
+    if outcome.completed:
+        print(f"cap fleet: {fleet.name} completed (spent ${outcome.spent_usd:.4f})",
+              file=sys.stderr)
+        return EXIT_OK
+    print(f"cap fleet: {fleet.name} failed: {outcome.reason}", file=sys.stderr)
+    return EXIT_FAILED
+
+
+async def _run(fleet, log):
+    from trio_cap.actors.cli.render import line
+    from trio_cap.actors.fleet import FleetSetupError, run_fleet
+    from trio_cap.actors.orchestrator import open_orchestrator
+    from trio_cap.actors.session.timers import Timeouts
+
+    def show(env) -> None:
+        if env.kind not in ("frame.in", "frame.out"):
+            print(line(env), flush=True)
+
+    try:
+        async with open_orchestrator(log) as orch:
+            orch.default_timeouts = Timeouts(idle=600.0)
+            try:
+                return await run_fleet(orch, fleet, on_event=show)
+            except FleetSetupError as exc:
+                raise UsageError(str(exc)) from None
+    finally:
+        await log.aclose()
+
+
+def status_command(args: argparse.Namespace) -> int:
+    from trio_cap.actors.cli.log_cmd import open_readonly
+    from trio_cap.actors.cli.log_pg_cmd import close_reader
+    from trio_cap.events.replay import replay
+
+    log = open_readonly(args.log)
+    try:
+        state = replay(log)
+    finally:
+        close_reader(log)
+    if not state.fleets.fleets:
+        print(f"cap fleet status: {args.log} has no fleet in it", file=sys.stderr)
+        return EXIT_FAILED
+    for view in state.fleets.fleets.values():
+        budget = f" of ${view.budget_usd:.4f}" if view.budget_usd is not None else ""
+        reason = f": {view.reason}" if view.reason else ""
+        print(f"fleet {view.name}: {view.status}{reason}; spent ${view.spent_usd:.4f}{budget}")
+        for mid, member in view.members.items():
+            needs = f" ({member.needs})" if member.needs else ""
+            mbudget = f" of ${member.budget_usd:.4f}" if member.budget_usd is not None else ""
+            where = member.branch or member.cwd
+            print(f"  {mid:<16} {member.status}{needs}; {member.turns} turns; "
+                  f"${member.spent_usd:.4f}{mbudget}; {where}")
+        for entry in view.plan:
+            who = (entry.meta or {}).get("cap.assigned_to", "")
+            print(f"  plan {entry.id}: {entry.status} ({who}) {entry.content}")
+        states: dict[str, int] = {}
+        for msg in view.messages.values():
+            states[msg.state] = states.get(msg.state, 0) + 1
+        refused = sum(1 for row in view.audit if row.kind.endswith("refused"))
+        print(f"  messages: {len(view.messages)} "
+              f"({', '.join(f'{n} {s}' for s, n in sorted(states.items())) or 'none'}); "
+              f"{refused} refused")
+    return EXIT_OK
+
+
+def clean_command(args: argparse.Namespace) -> int:
+    from trio_cap.actors.fleet import FleetInvalid, load_fleet
+
+    try:
+        fleet = load_fleet(args.fleet)
+    except FleetInvalid as exc:
+        raise UsageError(str(exc)) from None
+    logs = args.log or sorted(str(p) for p in (Path(fleet.repo) / ".cap" / "fleets"
+                                                / fleet.name).glob("*.caplog"))
+    made = _made_by(fleet.name, logs)
+    if not made:
+        print(f"cap fleet clean: no log says fleet {fleet.name} made anything "
+              f"({len(logs)} logs read)", file=sys.stderr)
+        return EXIT_OK
+    return trio.run(_clean, fleet.repo, made, args.force)
+
+
+def _made_by(name: str, logs: list[str]) -> list:
+    from trio_cap.actors.cli.log_cmd import open_readonly
+    from trio_cap.actors.cli.log_pg_cmd import close_reader
+    from trio_cap.actors.fleet.runner import fleet_stream
+    from trio_cap.events.kinds import FleetWorktree
+
+    made = {}
+    for path in logs:
+        log = open_readonly(path)
+        try:
+            for env in log.read(1, fleet_stream(name)):
+                if type(env.event) is FleetWorktree:
+                    made[env.event.path] = env.event
+        finally:
+            close_reader(log)
+    return list(made.values())
+
+
+async def _clean(repo: str, made: list, force: bool) -> int:
+    from trio_cap.actors.fleet import worktrees
+
+    if not force:
+        kept = []
+        for wt in made:
+            why = await worktrees.unsaved_work(wt.path, wt.branch, wt.base)
+            if why:
+                kept.append(f"{wt.path}: {why}")
+        if kept:
+            print(f"cap fleet clean: nothing removed, work would be lost in {'; '.join(kept)} "
+                  "(--force removes it anyway)", file=sys.stderr)
+            return EXIT_FAILED
+    for wt in made:
+        try:
+            removed = await worktrees.remove(repo, wt.path, wt.branch)
+        except worktrees.WorktreeError as exc:
+            print(f"cap fleet clean: {wt.path}: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        for what in removed:
+            print(f"removed {what}")
+    return EXIT_OK

@@ -1,0 +1,286 @@
+"""Per fleet: each member's state, the spend against the budgets, the master plan, and the
+audit trail of every routed message — all folded from the log, so ``cap fleet status`` and a
+replay show exactly what the live run showed.
+
+A member's state comes from its session's protocol events, never from guessing: working
+(a turn runs), needs input (an ask or a permission request is pending, with which),
+idle, done (its session completed) or failed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import (
+    FleetBudgetRefused,
+    FleetCancel,
+    FleetCompleted,
+    FleetFailed,
+    FleetMember,
+    FleetMessageConsumed,
+    FleetMessageDelivered,
+    FleetMessageQueued,
+    FleetMessageRefused,
+    FleetRoute,
+    FleetStarted,
+    FleetWorktree,
+    Plan,
+    PlanEntry,
+    SessionCancelled,
+    SessionCompleted,
+    SessionFailed,
+    SessionIdle,
+    SessionInputRequired,
+    SessionReady,
+    SessionWorking,
+    Usage,
+)
+from trio_cap.events.projections.base import Projection
+
+
+class MemberView(msgspec.Struct, kw_only=True):
+    session_id: str = ""
+    status: str = "starting"
+    """starting | working | needs input | idle | done | failed"""
+    needs: str | None = None
+    """What the member waits for (``ask ask_1``, ``permission perm_2``)."""
+    spent_usd: float = 0.0
+    budget_usd: float | None = None
+    turns: int = 0
+    cwd: str = ""
+    branch: str | None = None
+
+
+class MessageView(msgspec.Struct, kw_only=True):
+    source: str
+    target: str
+    via: str
+    text: str
+    state: str = "queued"
+    """queued | delivered | consumed"""
+    hops: int = 0
+    cause: int | None = None
+    queued_seq: int = 0
+    input_seq: int | None = None
+    stop_reason: str | None = None
+
+
+class AuditRow(msgspec.Struct, kw_only=True):
+    seq: int
+    cause: int | None
+    kind: str
+    source: str = ""
+    target: str = ""
+    text: str = ""
+    detail: str = ""
+
+
+class FleetView(msgspec.Struct, kw_only=True):
+    name: str
+    stream: str
+    status: str = "running"
+    """running | completed | failed"""
+    reason: str = ""
+    budget_usd: float | None = None
+    spent_usd: float = 0.0
+    members: dict[str, MemberView] = msgspec.field(default_factory=dict)
+    plan: tuple[PlanEntry, ...] = ()
+    messages: dict[str, MessageView] = msgspec.field(default_factory=dict)
+    audit: list[AuditRow] = msgspec.field(default_factory=list)
+    worktrees: list[FleetWorktree] = msgspec.field(default_factory=list)
+
+
+class FleetsState(msgspec.Struct):
+    fleets: dict[str, FleetView] = msgspec.field(default_factory=dict)
+    by_stream: dict[str, str] = msgspec.field(default_factory=dict)
+    """Fleet stream → fleet name."""
+    members: dict[str, tuple[str, str]] = msgspec.field(default_factory=dict)
+    """Session stream → (fleet name, member id)."""
+
+
+def _fleet(state: FleetsState, env: Envelope) -> FleetView | None:
+    name = state.by_stream.get(env.stream)
+    return state.fleets.get(name) if name is not None else None
+
+
+def _member(state: FleetsState, env: Envelope) -> MemberView | None:
+    where = state.members.get(env.stream)
+    if where is None:
+        return None
+    fleet = state.fleets.get(where[0])
+    return fleet.members.get(where[1]) if fleet is not None else None
+
+
+def _audit(view: FleetView, env: Envelope, **fields: Any) -> None:
+    view.audit.append(AuditRow(seq=env.seq, cause=env.cause, kind=env.kind, **fields))
+
+
+# ---- the fleet's own events ------------------------------------------------------------------
+def _started(state: FleetsState, env: Envelope) -> None:
+    ev: FleetStarted = env.event  # type: ignore[assignment]
+    state.by_stream[env.stream] = ev.fleet
+    state.fleets[ev.fleet] = FleetView(
+        name=ev.fleet, stream=env.stream, budget_usd=ev.budget_usd,
+        members={m: MemberView() for m in ev.members})
+
+
+def _worktree(state: FleetsState, env: Envelope) -> None:
+    view = _fleet(state, env)
+    if view is not None:
+        ev: FleetWorktree = env.event  # type: ignore[assignment]
+        view.worktrees.append(ev)
+        member = view.members.setdefault(ev.member, MemberView())
+        member.cwd, member.branch = ev.path, ev.branch
+
+
+def _joined(state: FleetsState, env: Envelope) -> None:
+    view = _fleet(state, env)
+    if view is not None:
+        ev: FleetMember = env.event  # type: ignore[assignment]
+        member = view.members.setdefault(ev.member, MemberView())
+        member.session_id, member.cwd, member.budget_usd = ev.session_id, ev.cwd, ev.budget_usd
+        state.members[ev.session_id] = (view.name, ev.member)
+
+
+def _plan(state: FleetsState, env: Envelope) -> None:
+    view = _fleet(state, env)
+    if view is not None:
+        view.plan = env.event.entries  # type: ignore[attr-defined]
+
+
+def _queued(state: FleetsState, env: Envelope) -> None:
+    view = _fleet(state, env)
+    if view is None:
+        return
+    ev: FleetMessageQueued = env.event  # type: ignore[assignment]
+    view.messages[ev.message_id] = MessageView(source=ev.source, target=ev.target, via=ev.via,
+                                               text=ev.text, hops=ev.hops, cause=env.cause,
+                                               queued_seq=env.seq)
+    _audit(view, env, source=ev.source, target=ev.target, text=ev.text, detail=ev.via)
+
+
+def _delivered(state: FleetsState, env: Envelope) -> None:
+    view = _fleet(state, env)
+    ev: FleetMessageDelivered = env.event  # type: ignore[assignment]
+    if view is not None and (msg := view.messages.get(ev.message_id)) is not None:
+        msg.state, msg.input_seq = "delivered", ev.input_seq
+        _audit(view, env, source=msg.source, target=msg.target, detail=ev.message_id)
+
+
+def _consumed(state: FleetsState, env: Envelope) -> None:
+    view = _fleet(state, env)
+    ev: FleetMessageConsumed = env.event  # type: ignore[assignment]
+    if view is not None and (msg := view.messages.get(ev.message_id)) is not None:
+        msg.state, msg.stop_reason = "consumed", ev.stop_reason
+        _audit(view, env, source=msg.source, target=msg.target,
+               detail=f"{ev.message_id} {ev.stop_reason}")
+
+
+def _refused(state: FleetsState, env: Envelope) -> None:
+    view = _fleet(state, env)
+    if view is not None:
+        ev: FleetMessageRefused = env.event  # type: ignore[assignment]
+        _audit(view, env, source=ev.source, target=ev.target, text=ev.text, detail=ev.reason)
+
+
+def _budget_refused(state: FleetsState, env: Envelope) -> None:
+    view = _fleet(state, env)
+    if view is not None:
+        ev: FleetBudgetRefused = env.event  # type: ignore[assignment]
+        _audit(view, env, target=ev.member,
+               detail=f"{ev.scope} budget ${ev.budget_usd:g} spent (${ev.spent_usd:g})")
+
+
+def _cancel(state: FleetsState, env: Envelope) -> None:
+    view = _fleet(state, env)
+    if view is not None:
+        ev: FleetCancel = env.event  # type: ignore[assignment]
+        _audit(view, env, target=",".join(ev.members), detail=ev.reason)
+
+
+def _route(state: FleetsState, env: Envelope) -> None:
+    view = _fleet(state, env)
+    if view is not None:
+        ev: FleetRoute = env.event  # type: ignore[assignment]
+        _audit(view, env, source=",".join(ev.sources), target=",".join(ev.targets),
+               detail=ev.pattern + (f" cancelled {','.join(ev.cancelled)}" if ev.cancelled
+                                    else ""))
+
+
+def _completed(state: FleetsState, env: Envelope) -> None:
+    view = _fleet(state, env)
+    if view is not None:
+        view.status = "completed"
+
+
+def _failed(state: FleetsState, env: Envelope) -> None:
+    view = _fleet(state, env)
+    if view is not None:
+        ev: FleetFailed = env.event  # type: ignore[assignment]
+        view.status, view.reason = "failed", ev.reason
+
+
+# ---- the members' session events -------------------------------------------------------------
+def _status(status: str):
+    def handler(state: FleetsState, env: Envelope) -> None:
+        member = _member(state, env)
+        if member is not None:
+            member.status, member.needs = status, None
+            if type(env.event) is SessionIdle:
+                member.turns += 1
+    return handler
+
+
+def _needs(state: FleetsState, env: Envelope) -> None:
+    member = _member(state, env)
+    if member is not None:
+        ev: SessionInputRequired = env.event  # type: ignore[assignment]
+        member.status, member.needs = "needs input", f"{ev.reason} {ev.ref}"
+
+
+def _usage(state: FleetsState, env: Envelope) -> None:
+    where = state.members.get(env.stream)
+    if where is None:
+        return
+    view = state.fleets[where[0]]
+    cost = env.event.cost_usd_estimate  # type: ignore[attr-defined]
+    view.spent_usd += cost
+    view.members[where[1]].spent_usd += cost
+
+
+def _plan_or_member(state: FleetsState, env: Envelope) -> None:
+    if env.stream in state.by_stream:
+        _plan(state, env)
+
+
+class FleetsProjection(Projection[FleetsState]):
+    name = "fleets"
+    handlers = {
+        FleetStarted: _started,
+        FleetWorktree: _worktree,
+        FleetMember: _joined,
+        Plan: _plan_or_member,
+        FleetMessageQueued: _queued,
+        FleetMessageDelivered: _delivered,
+        FleetMessageConsumed: _consumed,
+        FleetMessageRefused: _refused,
+        FleetBudgetRefused: _budget_refused,
+        FleetCancel: _cancel,
+        FleetRoute: _route,
+        FleetCompleted: _completed,
+        FleetFailed: _failed,
+        SessionReady: _status("idle"),
+        SessionWorking: _status("working"),
+        SessionIdle: _status("idle"),
+        SessionInputRequired: _needs,
+        SessionCompleted: _status("done"),
+        SessionFailed: _status("failed"),
+        SessionCancelled: _status("failed"),
+        Usage: _usage,
+    }
+
+    def initial(self) -> FleetsState:
+        return FleetsState()
