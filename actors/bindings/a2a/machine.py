@@ -98,25 +98,40 @@ Exchange states: a request id is *live* from its :class:`Post` until its
 :class:`Ended` / :class:`Dropped` / :class:`HttpStatus`, or until the machine
 closes it (:class:`CloseExchange`); input for an id that is not live is ignored.
 """
-
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
-from msgspec import UNSET
 
 from trio_cap.actors.bindings.a2a import frames as f
+from trio_cap.actors.bindings.a2a.machine_artifacts import ArtifactRules
 from trio_cap.actors.bindings.a2a.machine_card import Choice
+from trio_cap.actors.bindings.a2a.machine_failures import FailureRules
+from trio_cap.actors.bindings.a2a.machine_io import (
+    CANCEL,
+    GET,
+    RESUBSCRIBE,
+    SEND,
+    ArtifactState,
+    Body,
+    CloseExchange,
+    Dropped,
+    Ended,
+    Exchange,
+    HttpStatus,
+    Incoming,
+    Post,
+    SseBatch,
+    SseData,
+)
 from trio_cap.actors.bindings.a2a.machine_parts import (
     DATA,
     FILE,
     TEXT,
     cap_event,
     capped,
-    file_size,
     is_agent,
     json_text,
     part_cap_kind,
@@ -126,7 +141,6 @@ from trio_cap.actors.bindings.a2a.machine_parts import (
 from trio_cap.actors.bindings.base import AGENT_RISK, Output, TurnEnded
 from trio_cap.actors.bindings.jsonrpc import JsonRpc
 from trio_cap.events.kinds import (
-    Artifact,
     AskUser,
     AskUserAnswer,
     Cancel,
@@ -138,132 +152,19 @@ from trio_cap.events.kinds import (
     SessionConfig,
     StopReason,
     TextChunk,
-    ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
     UserInputInject,
 )
 
-RESUBSCRIBE_DELAYS = (0.5, 1.0, 2.0)
-
-# ---- what the shell feeds in --------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SseData:
-    """One SSE event's ``data`` (all its data lines joined), as bytes."""
-
-    request_id: int
-    data: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class SseBatch:
-    """The data of every SSE event completed by one read (``machine_sse.SseReader.feed``),
-    and the stream's last event ID after them (``SseReader.last_id``)."""
-
-    request_id: int
-    datas: Sequence[bytes]
-    last_event_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Body:
-    """A whole 2xx ``application/json`` answer (a streaming call may answer so, e.g. errors)."""
-
-    request_id: int
-    data: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class HttpStatus:
-    """A non-2xx answer; ``body`` is its start, for the message."""
-
-    request_id: int
-    status: int
-    body: bytes = b""
-
-
-@dataclass(frozen=True, slots=True)
-class Ended:
-    """The answer ended cleanly (the SSE stream closed, the body was read)."""
-
-    request_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class Dropped:
-    """The exchange failed in transport: no connection, a timeout, a stream cut mid-way."""
-
-    request_id: int
-    detail: str
-    timeout: bool = False
-    responded: bool = False
-
-
-Incoming = SseBatch | SseData | Body | HttpStatus | Ended | Dropped
-
-# ---- what the shell carries out -------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Post:
-    """POST ``body`` to ``url`` with the spelling's headers; stream the answer if ``streaming``."""
-
-    request_id: int
-    method: str
-    body: bytes
-    url: str
-    spelling: f.Spelling
-    streaming: bool
-    delay: float = 0.0
-    last_event_id: str | None = None
-    """For a resubscribe: sent as ``Last-Event-ID`` (a server that honours it resumes after
-    that event instead of sending the snapshot; one that does not sends the snapshot)."""
-
-
-@dataclass(frozen=True, slots=True)
-class CloseExchange:
-    """Stop reading this exchange's answer (the turn it served is over)."""
-
-    request_id: int
-
-
-SEND, RESUBSCRIBE, CANCEL, GET = "send", "resubscribe", "cancel", "get"
-
-
-@dataclass(slots=True)
-class _Exchange:
-    purpose: str
-    spelling: f.Spelling
-    turn: bool
-    """It serves the open turn (its end or failure ends the turn)."""
-    got_event: bool = False
-    resend: tuple[Any, ...] | None = None
-    """(text, data parts, task id) of a send, to repeat it in the other spelling (D17)."""
-
-
-@dataclass(slots=True)
-class _Art:
-    count: int = 0
-    parts: tuple[Any, ...] = ()
-    name: str = ""
-    text_bytes: int = 0
-    other: list[tuple[int, Any]] = field(default_factory=list)
-    call_id: str | None = None
-    output: list[str] = field(default_factory=list)
-    closed: bool = False
-    cap: bool = False
-    """It carries CAP data parts: those are its meaning, its text only their rendering."""
-    quiet: bool = False
-    """Its text repeats what the turn already streamed: not streamed again."""
-
+__all__ = ["A2aDriver", "Body", "CloseExchange", "Dropped", "Ended", "HttpStatus", "Incoming",
+           "Post", "SseBatch", "SseData"]
 
 _STOP = {"completed": "end_turn", "canceled": "cancelled", "failed": "error",
          "rejected": "error"}
 
 
-class A2aDriver:
+class A2aDriver(ArtifactRules, FailureRules):
     """One CAP session over one A2A context; see the module rules."""
 
     def __init__(self, choice: Choice, *, new_id: Callable[[], str],
@@ -286,12 +187,12 @@ class A2aDriver:
         """The task's last state, draft spelling."""
         self.turn_open = False
         self.stream_id: int | None = None
-        self.live: dict[int, _Exchange] = {}
+        self.live: dict[int, Exchange] = {}
         self.asks: dict[str, str] = {}
         """Pending CAP asks/permission requests: id → kind."""
         self.calls: set[str] = set()
         self.seen: set[str] = set()
-        self.artifacts: dict[str, _Art] = {}
+        self.artifacts: dict[str, ArtifactState] = {}
         self.cancel_wanted = False
         self.resubscribes = 0
         self.last_event_id: str | None = None
@@ -375,12 +276,12 @@ class A2aDriver:
         spelling = spelling or self.spelling
         params = self._message(spelling, text, data, task_id)
         self.sent_messages += 1
-        ex = _Exchange(SEND, spelling, turn=True, resend=(text, data, task_id))
+        ex = Exchange(SEND, spelling, turn=True, resend=(text, data, task_id))
         post = self._post(f.METHODS[spelling].stream, params, ex, streaming=True)
         self.stream_id = post.request_id
         return [post]
 
-    def _post(self, method: str, params: Any, ex: _Exchange, *, streaming: bool,
+    def _post(self, method: str, params: Any, ex: Exchange, *, streaming: bool,
               delay: float = 0.0) -> Post:
         rid, body = self.rpc.request(method, params, context=ex.purpose, streaming=streaming)
         self.live[rid] = ex
@@ -402,7 +303,7 @@ class A2aDriver:
     def _task_request(self, kind: str, *, delay: float = 0.0) -> Post:
         methods = f.METHODS[self.spelling]
         method = {CANCEL: methods.cancel, GET: methods.get, RESUBSCRIBE: methods.resubscribe}[kind]
-        ex = _Exchange(kind, self.spelling, turn=kind != CANCEL)
+        ex = Exchange(kind, self.spelling, turn=kind != CANCEL)
         post = self._post(method, self._task_params(kind), ex, streaming=kind == RESUBSCRIBE,
                           delay=delay)
         if kind == RESUBSCRIBE and self.last_event_id is not None:
@@ -491,7 +392,7 @@ class A2aDriver:
         stream_v1 = f.StreamV1
         run_id: str | None = None  # the text run being gathered: its CAP message id,
         run: list[str] = []  # its pieces,
-        run_art: _Art | None = None  # and its artifact (None: agent status messages)
+        run_art: ArtifactState | None = None  # and its artifact (None: agent status messages)
         for data, env in zip(datas, envs, strict=True):
             if rid not in live:
                 break  # the turn ended (or the exchange was closed) earlier in this read
@@ -542,7 +443,7 @@ class A2aDriver:
                 out.append(self._task_request(CANCEL))
         return out
 
-    def _flush(self, mid: str, run: list[str], st: _Art | None, out: list[Output]) -> None:
+    def _flush(self, mid: str, run: list[str], st: ArtifactState | None, out: list[Output]) -> None:
         text = run[0] if len(run) == 1 else "".join(run)
         if st is not None:
             st.text_bytes += len(text.encode())
@@ -550,7 +451,7 @@ class A2aDriver:
             self.turn_text.append(text)
         out.append(TextChunk(message_id=mid, text=text))
 
-    def _one(self, rid: int, ex: _Exchange, data: bytes, env: Any, out: list[Output]) -> None:
+    def _one(self, rid: int, ex: Exchange, data: bytes, env: Any, out: list[Output]) -> None:
         if type(env) is f.FrameError:
             text = data.decode("utf-8", "replace")
             kept, _ = capped(text)
@@ -570,7 +471,7 @@ class A2aDriver:
         ex.got_event = True
         self._read(result, ex, data, out, rid)
 
-    def _read(self, result: Any, ex: _Exchange, data: bytes, out: list[Output],
+    def _read(self, result: Any, ex: Exchange, data: bytes, out: list[Output],
               rid: int) -> None:
         if ex.spelling == f.CURRENT:
             if result.artifact_update is not None:  # type: ignore[union-attr]
@@ -660,82 +561,6 @@ class A2aDriver:
         if not msg.task_id and rid == self.stream_id:
             self._end_turn("end_turn", out)
 
-    # -- artifacts --
-
-    def _artifact_update(self, u: Any, out: list[Output]) -> None:
-        self._learn(u.task_id, u.context_id)
-        art = u.artifact
-        state = self.artifacts.get(art.artifact_id)
-        if state is None or (not u.append and state.parts != art.parts):
-            state = self._new_artifact(art)
-        elif not u.append:
-            return  # the same artifact again (a re-sent replace): already taken
-        self._artifact_parts(art.artifact_id, state, art.parts, out)
-        if u.last_chunk:
-            self._close_artifact(art.artifact_id, state, out)
-
-    def _new_artifact(self, art: Any) -> _Art:
-        call = (art.metadata or {}).get("cap.call_id")
-        if not isinstance(call, str):
-            call = art.artifact_id if art.artifact_id in self.calls else None
-        state = _Art(name=art.name or "", call_id=call, parts=art.parts)
-        self.artifacts[art.artifact_id] = state
-        return state
-
-    def _artifact_parts(self, aid: str, state: _Art, parts: tuple[Any, ...],
-                        out: list[Output]) -> None:
-        state.count += len(parts)
-        state.closed = False
-        views = [part_view(part) for part in parts]
-        if any(k == DATA and part_cap_kind(p, v) is not None
-               for p, (k, v) in zip(parts, views, strict=True)):
-            state.cap = True
-        elif not state.text_bytes and self.turn_text and all(k == TEXT for k, _ in views) \
-                and "".join(v for _, v in views) == "".join(self.turn_text):
-            state.quiet = True  # e.g. a publisher's final "response" artifact of the turn
-        for part, (kind, value) in zip(parts, views, strict=True):
-            if kind == TEXT:
-                if not value:
-                    continue
-                state.text_bytes += len(value.encode())
-                if state.cap or state.quiet:
-                    continue
-                if state.call_id is not None:
-                    state.output.append(value)
-                    out.append(ToolCallDelta(call_id=state.call_id, output_chunk=value))
-                else:
-                    out.append(TextChunk(message_id=aid, text=value))
-            elif kind == DATA and (cap := part_cap_kind(part, value)) is not None:
-                self._cap_part(cap, value, out)
-            elif kind in (DATA, FILE):
-                state.other.append((kind, value))
-
-    def _close_artifact(self, aid: str, state: _Art, out: list[Output]) -> None:
-        if state.closed:
-            return
-        state.closed = True
-        if state.call_id is not None:
-            self.calls.discard(state.call_id)
-            out.append(ToolCallEnd(call_id=state.call_id, output="".join(state.output)))
-            return
-        if state.cap:
-            return  # its own cap.artifact (or other CAP events) already said it
-        if not state.other:
-            if state.text_bytes:
-                out.append(Artifact(artifact_id=aid, mime_type="text/plain",
-                                    name=state.name or aid, size=state.text_bytes))
-            return
-        kind, value = state.other[0]
-        if kind == FILE and len(state.other) == 1:
-            uri, b64, fname, mime = value
-            out.append(Artifact(artifact_id=aid, mime_type=mime or "application/octet-stream",
-                                name=fname or state.name or aid, size=file_size(b64), uri=uri,
-                                content=b64, meta={"cap.encoding": "base64"} if b64 else None))
-            return
-        content = json_text([v for _, v in state.other] if len(state.other) > 1 else value)
-        out.append(Artifact(artifact_id=aid, mime_type="application/json",
-                            name=state.name or aid, size=len(content.encode()), content=content))
-
     # -- status and snapshots --
 
     def _snapshot(self, task: Any, rid: int, out: list[Output]) -> None:
@@ -796,119 +621,9 @@ class A2aDriver:
 
     # -- ends and failures --
 
-    def _forget(self, rid: int) -> _Exchange | None:
+    def _forget(self, rid: int) -> Exchange | None:
         self.rpc.forget(rid)
         return self.live.pop(rid, None)
-
-    def _ended(self, rid: int) -> list[Output]:
-        ex = self._forget(rid)
-        out: list[Output] = []
-        if ex is not None and ex.turn and rid == self.stream_id and self.turn_open and not (
-                self.asks and self.state == "input-required"):
-            self._end_turn("end_turn", out)  # D14
-        return out
-
-    def _dropped(self, frame: Dropped) -> list[Output]:
-        ex = self._forget(frame.request_id)
-        if ex is None:
-            return []
-        out: list[Output] = []
-        on_turn = ex.turn and frame.request_id == self.stream_id and self.turn_open
-        if ex.purpose in (SEND, RESUBSCRIBE) and on_turn and self.task_id is not None \
-                and self.resubscribes < self.max_resubscribes and not self.closed:
-            delay = RESUBSCRIBE_DELAYS[min(self.resubscribes, len(RESUBSCRIBE_DELAYS) - 1)]
-            self.resubscribes += 1
-            out.append(raw("a2a_stream_dropped", f"{frame.detail}; resubscribing to task "
-                           f"{self.task_id} (attempt {self.resubscribes})"))
-            out.append(self._task_request(RESUBSCRIBE, delay=delay))
-            return out
-        if frame.timeout:
-            code, what = "a2a_timeout", "timed out"
-        elif ex.purpose == RESUBSCRIBE or (ex.purpose == SEND and (frame.responded
-                                                                   or ex.got_event)):
-            code, what = "a2a_stream_lost", "lost its stream"
-        else:
-            code, what = "a2a_unreachable", "could not be reached"
-        out.append(CapError(code=code, retryable=True,
-                            message=f"the A2A agent at {self.url} {what} ({ex.purpose}): "
-                            f"{frame.detail}"))
-        if on_turn or (ex.turn and self.turn_open and ex.purpose == GET):
-            self._end_turn("error", out)
-        return out
-
-    def _http_status(self, frame: HttpStatus) -> list[Output]:
-        ex = self._forget(frame.request_id)
-        if ex is None:
-            return []
-        text = frame.body[:300].decode("utf-8", "replace").strip()
-        detail = f": {text}" if text else ""
-        if frame.status in (401, 403):
-            error = CapError(code="auth_error", message=f"the A2A agent refused the request "
-                             f"with HTTP {frame.status} (bearer token missing or not accepted: "
-                             f"--token-file, CAP_A2A_TOKEN or fast_path.x-a2a-token-file)")
-        elif frame.status == 429:
-            error = CapError(code="rate_limit", retryable=True,
-                             message=f"the A2A agent answered HTTP 429{detail}")
-        else:
-            error = CapError(code="a2a_http_error", retryable=frame.status >= 500,
-                             message=f"the A2A agent answered HTTP {frame.status} to "
-                             f"{ex.purpose}{detail}", details={"status": frame.status})
-        out: list[Output] = [error]
-        if ex.turn and frame.request_id == self.stream_id:
-            self._end_turn("error", out)
-        return out
-
-    def _rpc_error(self, rid: int, ex: _Exchange, error: f.ErrorObject) -> list[Output]:
-        self._forget(rid)
-        out: list[Output] = []
-        if (ex.purpose == SEND and error.code in (-32601, -32009) and not ex.got_event
-                and self.other is not None and ex.resend is not None):
-            self.spelling, self.other = self.other, self.spelling
-            self.url, self.other_url = self.other_url or self.url, self.url
-            out.append(raw("a2a_spelling_fallback", f"{error.code} {error.message}: retrying "
-                           f"in the A2A {self.spelling} spelling"))
-            return out + self._post_message(*ex.resend, spelling=self.spelling)
-        if ex.purpose == RESUBSCRIBE and error.code in (-32004, -32001) and self.task_id:
-            out.append(raw("a2a_resubscribe_refused", f"{error.code} {error.message}: reading "
-                           f"task {self.task_id} instead"))
-            out.append(self._task_request(GET))
-            return out
-        out.append(CapError(code="a2a_rpc_error", message=f"the A2A agent answered {ex.purpose} "
-                            f"with error {error.code}: {error.message}",
-                            details={"rpc_code": error.code, "data": _jsonable(error.data)}))
-        if ex.turn and rid == self.stream_id:
-            self._end_turn("error", out)
-        return out
-
-    def _reply(self, frame: Body, ex: _Exchange) -> list[Output]:
-        self._forget(frame.request_id)
-        try:
-            env = f.decode_reply(ex.spelling, frame.data)
-        except f.FrameError as exc:
-            text = frame.data.decode("utf-8", "replace")
-            out: list[Output] = [CapError(code="parse_failed", message=str(exc)),
-                                 raw("a2a_malformed_reply", text)]
-            if ex.turn and self.turn_open:
-                self._end_turn("error", out)
-            return out
-        if env.error is not None:
-            self.live[frame.request_id] = ex  # _rpc_error forgets it again
-            return self._rpc_error(frame.request_id, ex, env.error)
-        out = []
-        if env.result is not None:
-            self._snapshot(env.result, frame.request_id, out)
-            if ex.purpose == GET and self.turn_open and f.state_class(self.state or "") in (
-                    "active", "unknown"):
-                # GetTask after a lost stream shows a task still running: resubscribe again.
-                if self.resubscribes < self.max_resubscribes:
-                    self.resubscribes += 1
-                    out.append(self._task_request(RESUBSCRIBE, delay=RESUBSCRIBE_DELAYS[-1]))
-                else:
-                    out.append(CapError(code="a2a_stream_lost", retryable=True,
-                                        message=f"task {self.task_id} is still "
-                                        f"{self.state} and its stream cannot be resumed"))
-                    self._end_turn("error", out)
-        return out
 
 
 def _active(state: str | None) -> bool:
@@ -924,10 +639,6 @@ def _said(message: Any) -> str:
 
 def _with_meta(event: Event, meta: dict[str, Any]) -> Event:
     return msgspec.structs.replace(event, meta=meta)
-
-
-def _jsonable(value: Any) -> Any:
-    return None if value is UNSET else value
 
 
 def _config_wire(config: SessionConfig) -> dict[str, Any]:
