@@ -43,6 +43,8 @@ session id), and every task is one turn of it.
                 / {"kind": "cap.permission.response", "decision": …}
   raw output    ?include_raw=1 on the JSON-RPC URL (or message metadata
                 {"cap.include_raw": true}) adds cap.pty.raw_bytes to a stream
+                (a PTY agent's screen bytes, logged within the session's raw
+                output budget)
 
 security:
   --token-file F  accept only `Authorization: Bearer TOKEN` with a token from
@@ -177,6 +179,7 @@ async def _serve(args: argparse.Namespace, agent, log, bound,
     from trio_cap.actors.bindings.a2a.frames import CURRENT, DRAFT
     from trio_cap.actors.bindings.a2a.serve_server import open_a2a_server
     from trio_cap.actors.bindings.a2a.serve_sessions import SessionOptions
+    from trio_cap.actors.bindings.pty.connector import PtyConnector
     from trio_cap.actors.cli.run_cmd import DEFAULT_IDLE_TIMEOUT
     from trio_cap.actors.orchestrator import open_orchestrator
     from trio_cap.actors.session.timers import Timeouts
@@ -191,6 +194,9 @@ async def _serve(args: argparse.Namespace, agent, log, bound,
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with log, open_orchestrator(log) as orch:
             orch.default_timeouts = Timeouts(idle=DEFAULT_IDLE_TIMEOUT)
+            # a PTY agent's screen bytes are logged (within the session's raw output
+            # budget) so that subscribers asking for them (include_raw) can have them
+            orch.connectors["pty"] = PtyConnector(raw_bytes=True)
             async with open_a2a_server(orch, agent, bound=bound, tokens=tokens,
                                        options=options, spellings=spellings,
                                        public_url=args.public_url,

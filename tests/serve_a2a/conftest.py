@@ -57,12 +57,12 @@ class Published:
 async def publish(tmp_path: Path, *, spelling: str = "1.0", tokens: dict[str, str] | None = None,
                   options: SessionOptions | None = None, ping: float = 10.0,
                   max_body: int | None = None, public_url: str | None = None,
-                  ) -> AsyncIterator[Published]:
+                  connectors: dict[str, Any] | None = None) -> AsyncIterator[Published]:
     agent = await resolve("cap-agent")
     options = options or SessionOptions(cwd=str(tmp_path))
     kwargs: dict[str, Any] = {"max_body": max_body} if max_body else {}
     kwargs["public_url"] = public_url
-    async with open_orchestrator() as orch, open_a2a_server(
+    async with open_orchestrator(connectors=connectors) as orch, open_a2a_server(
             orch, agent, tokens=tokens, options=options, spellings=SPELLINGS[spelling],
             ping=ping, **kwargs) as server:
         yield Published(server, orch, spelling)

@@ -8,6 +8,7 @@ client would never send most of them.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -276,3 +277,35 @@ async def test_non_blocking_send_list_tasks_and_a_public_url(tmp_path: Path) -> 
         assert [t["id"] for t in listed["tasks"]] == [early["id"]]
         assert listed["tasks"][0]["status"]["state"] == "TASK_STATE_CANCELED"
         assert listed["totalSize"] == 1
+
+
+async def test_include_raw_with_a_real_pty_agent(tmp_path: Path, monkeypatch) -> None:
+    """cap-agent's TUI over the PTY binding, published: only the subscriber that asked gets
+    its screen bytes (``cap serve a2a`` logs them, as this test's connector does)."""
+    import sys
+
+    from trio_cap.actors.bindings.a2a.serve_sessions import SessionOptions
+    from trio_cap.actors.bindings.pty.connector import PtyConnector
+
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    options = SessionOptions(cwd=str(tmp_path), binding="pty")
+    async with publish(tmp_path, options=options,
+                       connectors={"pty": PtyConnector(raw_bytes=True)}) as pub, \
+            httpx.AsyncClient(base_url=pub.url, timeout=60) as http:
+        raw = await http.post(RPC_PATH + "?include_raw=1", json=_send("hello"))
+        body = _send("again")
+        body["params"]["message"]["contextId"] = _events(raw.text)[0][1]["result"]["contextId"]
+        plain = await http.post(RPC_PATH, json=body)
+
+    def kinds(text: str) -> list[str]:
+        out = []
+        for _, event in _events(text):
+            result = event["result"]
+            holder = result.get("artifact") or result.get("status", {}).get("message") or {}
+            out += [p.get("data", {}).get("kind", "text") for p in holder.get("parts", [])]
+            if "status" in result:
+                out.append(result["status"]["state"])
+        return out
+
+    assert kinds(raw.text).count("cap.pty.raw_bytes") > 0 and kinds(raw.text)[-1] == "completed"
+    assert "cap.pty.raw_bytes" not in kinds(plain.text) and kinds(plain.text)[-1] == "completed"

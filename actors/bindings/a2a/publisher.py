@@ -345,7 +345,7 @@ class PublisherMachine:
         event = env.event
         task = self.tasks[context.active] if context.active is not None else None
         if isinstance(event, TERMINAL_EVENTS):
-            context.ended = _ending(event)
+            context.ended = ending(event)
             if task is not None and not task.terminal:
                 state = "canceled" if isinstance(event, SessionCancelled) else "failed"
                 text = task.last_error or context.ended
@@ -518,7 +518,7 @@ def _artifact(event: Artifact) -> A2aArtifact:
                            "cap.artifact")})
 
 
-def _ending(event: Event) -> str:
+def ending(event: Event) -> str:
     if isinstance(event, SessionFailed):
         return f"the session failed: {event.code}: {event.message}"
     if isinstance(event, SessionCancelled):
@@ -530,4 +530,4 @@ __all__ = ["DECISION_WORDS", "INVALID_PARAMS", "SOURCE_PREFIX", "TASK_NOT_CANCEL
            "TASK_NOT_FOUND", "UNSUPPORTED_OPERATION", "A2aArtifact", "Action", "Answer",
            "CancelTurn", "Context", "DataPart", "Decide", "Inbound", "Inject", "Message", "Part",
            "Plan", "PublisherMachine", "RpcFault", "StartSession", "Status", "Task",
-           "TextArtifact", "TextPart", "Update", "cap_data", "iso"]
+           "TextArtifact", "TextPart", "Update", "cap_data", "ending", "iso"]

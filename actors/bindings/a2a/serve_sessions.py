@@ -34,6 +34,7 @@ from trio_cap.actors.bindings.a2a.publisher import (
     StartSession,
     Task,
     Update,
+    ending,
 )
 from trio_cap.actors.manifest import Resolved
 from trio_cap.actors.orchestrator import Orchestrator, Session, UnknownAgent
@@ -113,8 +114,12 @@ class Publisher:
                 await session.inject(action.text, source=action.source)
             except CommandRefused as exc:
                 self._publish(self.machine.fail_task(action.task_id, exc.error.message, at))
-            except SessionEnded as exc:
-                self._publish(self.machine.end_context(action.context_id, str(exc), at))
+            except SessionEnded as exc:  # say why it ended, from its terminal event
+                why = next((ending(env.event) for env in reversed(
+                    self.orch.log.read(1, session.id)) if isinstance(env.event,
+                                                                     TERMINAL_EVENTS)),
+                           str(exc))
+                self._publish(self.machine.end_context(action.context_id, why, at))
         elif isinstance(action, Answer | Decide):
             session = self.sessions[action.context_id]
             try:
