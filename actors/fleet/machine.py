@@ -159,17 +159,8 @@ class FleetMachine:
         out: list[Output] = []
         for sub in self.fleet.plan:
             self.entries[sub.id] = _Entry(sub.id, sub.content, sub.assigned_to, sub.depends_on)
-        targets = {b for route in self.fleet.routes for _, b in route.edges}
-        targets |= {e.assigned_to for e in self.entries.values()}
-        dynamic = [r.source for r in self.fleet.routes if isinstance(r, BySubtask) and r.source]
-        sources = {a for route in self.fleet.routes for a, _ in route.edges}
-        sources |= {s for r in self.fleet.routes if isinstance(r, Race) for s in r.sources}
-        for member in self.fleet.sessions:
-            if member.id in targets:
-                continue
-            if dynamic and member.id not in dynamic and member.id not in sources:
-                continue  # waits for the plan entries the source assigns it
-            self._queue(out, "fleet", member.id, self.fleet.task, "task", None)
+        for member in self.fleet.entry_members():
+            self._queue(out, "fleet", member, self.fleet.task, "task", None)
         if self.entries:
             self._publish_plan(out, None)
             self._ready_entries(out, None)
@@ -434,7 +425,7 @@ class FleetMachine:
                 entry.status = "in_progress"
                 changed = True
                 self._queue(out, "fleet", entry.assigned_to,
-                            f"Subtask {entry.id}: {entry.content}", "subtask", cause,
+                            f"Subtask {entry.id}:\n{entry.content}", "subtask", cause,
                             entry=entry.id)
         if changed:
             self._publish_plan(out, cause)

@@ -33,6 +33,8 @@ class Member:
     """The session's system prompt."""
     script: str | None = None
     """trio-cap's scripted agent only: its script file (absolute once loaded)."""
+    start: bool | None = None
+    """Whether it gets the fleet's task at the start; None: :func:`entry_members` decides."""
 
 
 @attrs.frozen
@@ -133,6 +135,34 @@ class Fleet:
     """How many mediated messages may follow one another (A → B → A …) before the next is
     refused."""
     source: str = "<fleet>"
+
+    def entry_members(self) -> tuple[str, ...]:
+        """Who gets the task at the start: each session with ``start = true``, and (unless
+        ``start = false``) each that no route or plan entry feeds — where a join back to
+        the session that fanned out does not count (that is the lead); with a
+        ``by_subtask`` route from a session's own plan, sessions with no route at all wait
+        for the entries it assigns them."""
+        fed: set[str] = set()
+        for route in self.routes:
+            for _a, b in route.edges:
+                if isinstance(route, Join) and any(
+                        isinstance(r, FanOut) and r.source == b for r in self.routes):
+                    continue
+                fed.add(b)
+        fed |= {e.assigned_to for e in self.plan}
+        planners = {r.source for r in self.routes if isinstance(r, BySubtask) and r.source}
+        routed = {a for r in self.routes for a, _ in r.edges}
+        routed |= {s for r in self.routes if isinstance(r, Race) for s in r.sources}
+        out = []
+        for m in self.sessions:
+            if m.start is not None:
+                if m.start:
+                    out.append(m.id)
+                continue
+            if m.id in fed or (planners and m.id not in planners and m.id not in routed):
+                continue
+            out.append(m.id)
+        return tuple(out)
 
     def member(self, member_id: str) -> Member:
         return next(m for m in self.sessions if m.id == member_id)

@@ -39,7 +39,7 @@ TOP_KEYS = {"name", "task", "task_file", "repo", "base", "worktrees", "budget_us
             "permissions", "allow_high_risk", "hop_limit", "session", "sessions", "route",
             "routes", "plan"}
 SESSION_KEYS = {"id", "agent", "binding", "model", "budget_usd", "permissions",
-                "allow_high_risk", "role", "system_prompt", "script"}
+                "allow_high_risk", "role", "system_prompt", "script", "start"}
 PLAN_KEYS = {"id", "content", "assigned_to", "depends_on"}
 
 
@@ -210,10 +210,14 @@ def check_fleet(raw: dict, source: str, *, base_dir: Path, task: str | None = No
     final_task = task if task is not None else file_task
     if c.problems:
         raise FleetInvalid(source, c.problems)
-    return Fleet(name=name, task=final_task or "", sessions=members, routes=routes, plan=plan,
+    fleet = Fleet(name=name, task=final_task or "", sessions=members, routes=routes, plan=plan,
                  repo=str((base_dir / repo).resolve()), base=base, worktrees=worktrees,
                  budget_usd=budget, permissions=permissions, allow_high_risk=allow_high,
                  hop_limit=hop_limit, source=source)
+    if not fleet.entry_members() and not plan:
+        raise FleetInvalid(source, [f"{source}: session: no session gets the task (every one "
+                                    "is fed by a route): set start = true on the first"])
+    return fleet
 
 
 def _hint(key: Any, known: set[str]) -> str:
@@ -280,7 +284,7 @@ def _members(c: _Checker, items: list[tuple[str, Any]], base_dir: Path,
             model=c.text(raw, "model", f"{path}.model"), budget_usd=budget,
             permissions=c.policy(raw, "permissions", f"{path}.permissions"),
             allow_high_risk=c.flag(raw, "allow_high_risk", f"{path}.allow_high_risk"),
-            role=role or prompt, script=script))
+            role=role or prompt, script=script, start=c.flag(raw, "start", f"{path}.start")))
     return tuple(members)
 
 
