@@ -255,3 +255,22 @@ async def test_an_agent_gone_mid_session_fails_the_turn_not_the_process(
     errors = events_of(orch, session.id, CapError)
     assert [e.code for e in errors] == ["a2a_unreachable"]
     assert not [t for t in events_of(orch, session.id, TextChunk) if t.text == "echo: two"]
+
+
+async def test_a_card_asking_for_a_token_none_is_set_is_a_warning(
+        orch: Orchestrator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CAP_A2A_TOKEN", raising=False)
+
+    async def answer(body: dict[str, Any]) -> Response:
+        return sse(json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {"message": {
+            "messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "open anyway"}]}}}))
+
+    server = RawServer(answer)
+    assert server.card is not None
+    server.card["securitySchemes"] = {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}}}
+    with server.running() as srv, trio.fail_after(SECONDS):
+        session, turn = await one_turn(orch, srv.base, tmp_path, "hi")
+    assert turn.text == "open anyway"
+    assert "authorization" not in srv.requests[0]["headers"]
+    codes = [w.code for w in events_of(orch, session.id, SessionWarning)]
+    assert codes == ["a2a_no_cap_extension", "a2a_no_token"]

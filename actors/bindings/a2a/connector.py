@@ -395,12 +395,20 @@ class A2aConnector:
                                         metadata=metadata,
                                         max_resubscribes=self.max_resubscribes)
                     out = Deliverer(deliver)
+                    warnings = []
                     if not choice.cap_extension:
-                        await out.events([SessionWarning(
+                        warnings.append(SessionWarning(
                             code="a2a_no_cap_extension",
                             message=f"the A2A agent {card.name!r} does not declare the CAP "
                             f"extension {f.CAP_EXTENSION!r}; driving it as a plain A2A agent "
-                            "(text, artifacts and task states only)")])
+                            "(text, artifacts and task states only)"))
+                    if choice.bearer_declared and token is None:
+                        warnings.append(SessionWarning(
+                            code="a2a_no_token",
+                            message=f"the agent card of {card.name!r} declares bearer "
+                            f"authentication but no token is set (--token-file, {TOKEN_ENV} "
+                            "or fast_path.x-a2a-token-file); requests go without one"))
+                    await out.events(warnings)
                     async with open_task_group() as nursery:
                         conn = A2aConnection(client, machine, out, nursery, token=token,
                                              extensions=choice.cap_extension,
