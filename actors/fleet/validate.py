@@ -201,6 +201,7 @@ def check_fleet(raw: dict, source: str, *, base_dir: Path, task: str | None = No
         hop_limit = 4
 
     members = _members(c, _table_list(c, raw, "session"), base_dir, budget)
+    _check_bypass(c, permissions, allow_high, members)
     known = {m.id for m in members}
     routes = _routes(c, _table_list(c, raw, "route"), known)
     plan = _plan(c, raw.get("plan", []), known)
@@ -286,6 +287,23 @@ def _members(c: _Checker, items: list[tuple[str, Any]], base_dir: Path,
             allow_high_risk=c.flag(raw, "allow_high_risk", f"{path}.allow_high_risk"),
             role=role or prompt, script=script, start=c.flag(raw, "start", f"{path}.start")))
     return tuple(members)
+
+
+def _check_bypass(c: _Checker, permissions: str, allow_high: bool,
+                  members: tuple[Member, ...]) -> None:
+    """Under bypass the agent asks nothing, so nothing could stop a high-risk call: a fleet
+    may use it only where the file accepts high risk in so many words."""
+    why = ("bypass lets the agent run every tool without asking, high risk included: "
+           "set allow_high_risk = true to accept that, or use allow")
+    if permissions == "bypass" and not allow_high and \
+            all(m.permissions not in (None, "bypass") or m.allow_high_risk for m in members):
+        pass  # every session overrides it
+    elif permissions == "bypass" and not allow_high:
+        c.bad("permissions", why)
+    for i, m in enumerate(members):
+        high = allow_high if m.allow_high_risk is None else m.allow_high_risk
+        if m.permissions == "bypass" and not high:
+            c.bad(f"session[{i}].permissions", why)
 
 
 def _check_script(c: _Checker, path: str, script: str) -> None:
