@@ -144,3 +144,49 @@ async def test_a_recorded_bash_session_replays_to_the_same_events(tmp_path: Path
     replayed = [x for x in replay(settings_for(m), record, new_id=SequentialIds().new)
                 if isinstance(x, Event | TurnEnded)]
     assert replayed == delivered
+
+
+@FUZZ
+@given(lines=st.lists(st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF,
+                                            exclude_categories=("Cc",)), max_size=150),
+                      min_size=1, max_size=120),
+       cuts=st.lists(st.integers(1, 400), max_size=30))
+def test_a_turns_text_does_not_depend_on_how_the_reads_are_cut(
+        lines: list[str], cuts: list[int]) -> None:
+    """Line-oriented output (longer than the screen, lines wider than it) gives the same
+    turn text whether it arrives in one read or in reads cut anywhere, UTF-8 included
+    (printable text: a C1 control such as U+009B is an 8-bit CSI to a terminal)."""
+    m = manifest("cuts", ["x"], ready=r"^tcap\$\s*$", idle=[r"^tcap\$\s*$"],
+                 pty={"cols": 40, "rows": 12})
+    body = "".join(f"{line}\r\n" for line in lines).encode() + b"tcap$ "
+
+    def run(pieces: list[bytes]) -> str:
+        machine = PtyMachine(settings_for(m), new_id=SequentialIds().new)
+        machine.receive_data(b"tcap$ ", 0.0)
+        machine.tick(1.0)
+        out = machine.send(UserInputInject(content=(ContentBlock(text="go"),)))
+        out += machine.receive_data(b"go", 1.0)
+        out += machine.tick(1.1)  # the Enter
+        t = 1.2
+        for piece in pieces:
+            out += machine.receive_data(piece, t)
+            t += 0.01
+        out += machine.tick(t + 1.0)
+        assert [o for o in out if isinstance(o, TurnEnded)] == [TurnEnded("end_turn")]
+        return "".join(o.text for o in out if type(o).__name__ == "TextChunk")
+
+    pieces, rest = [], b"\r\n" + body
+    for cut in cuts:
+        if not rest:
+            break
+        pieces.append(rest[:cut])
+        rest = rest[cut:]
+    pieces.append(rest)
+    whole = run([b"\r\n" + body])
+    assert run([p for p in pieces if p]) == whole
+    expected = [line.rstrip() for line in lines]
+    while expected and not expected[-1]:
+        expected.pop()
+    while expected and not expected[0]:
+        expected.pop(0)
+    assert len(whole.splitlines()) >= len([e for e in expected if e])
