@@ -212,21 +212,24 @@ class SessionReplay:
 
     # ---- the virtual log ------------------------------------------------------
     def _append(self, events: Iterable[Event], cause: int | None) -> int:
-        rec, last = self.rec, 0
-        for ev in events:
-            if self.pos >= len(rec):
-                if not self.complete:
-                    raise _LogEnds  # the run was cut here (killed): nothing more to compare
-                raise Divergence(self.sid, None, None, (cause, ev), "the replay goes on")
-            expected = rec[self.pos]
-            was = expected.event
-            if expected.cause != cause or (was is not ev and was != ev and (
-                    type(was) not in _FRAMES or _untimed(was) != _untimed(ev))):
-                if type(was) is RunResumed:
-                    raise _CrashCut  # the dead run never logged the rest of this step
-                raise Divergence(self.sid, expected.seq, expected, (cause, ev))
-            last = expected.seq
-            self.pos += 1
+        rec, last, pos, n = self.rec, 0, self.pos, len(self.rec)
+        try:
+            for ev in events:
+                if pos >= n:
+                    if not self.complete:
+                        raise _LogEnds  # the run was cut here (killed): nothing more to compare
+                    raise Divergence(self.sid, None, None, (cause, ev), "the replay goes on")
+                expected = rec[pos]
+                was = expected.event
+                if expected.cause != cause or (was is not ev and was != ev and (
+                        type(was) not in _FRAMES or _untimed(was) != _untimed(ev))):
+                    if type(was) is RunResumed:
+                        raise _CrashCut  # the dead run never logged the rest of this step
+                    raise Divergence(self.sid, expected.seq, expected, (cause, ev))
+                last = expected.seq
+                pos += 1
+        finally:
+            self.pos = pos
         return last
 
     def _apply(self, outputs: Sequence[Output]) -> None:
@@ -340,11 +343,23 @@ class SessionReplay:
             kind is CapError and ev.code in _TIMERS)  # type: ignore[attr-defined]
 
     def _agent_run(self, i: int) -> list[Event]:
-        """The agent's events from ``i`` on, as one batch (path facts are made again)."""
+        """The agent's events from ``i`` on, as one batch (path facts are made again).
+
+        :meth:`_agent_input` inlined: this loop runs for every in-process agent event.
+        """
         rec, out, n = self.rec, [], len(self.rec)
-        while i < n and self._agent_input(i):
-            ev = rec[i].event
-            if type(ev) is not PermissionPathsResolved:
+        while i < n:
+            env = rec[i]
+            ev = env.event
+            kind = type(ev)
+            if kind is PermissionPathsResolved:
+                if not (i + 1 < n and type(rec[i + 1].event) is PermissionRequest):
+                    break
+            elif (ev.direction != "in" and kind is not AgentRaw) or (
+                    kind is CapError and (ev.code in _TIMERS or (  # type: ignore[attr-defined]
+                        env.cause is None and ev.code in _REFUSALS))):  # type: ignore[attr-defined]
+                break  # not the agent's: the actor's own, a refusal or a timer
+            else:
                 out.append(ev)
             i += 1
         return out
