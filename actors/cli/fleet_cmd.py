@@ -115,7 +115,6 @@ def run_command(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.fleet}: no task: give task or task_file in the file, or --task")
     path = args.log or default_log(fleet)
     log = open_log(path, "batch")
-    print(f"cap fleet: log {path}", file=sys.stderr)
     try:
         outcome = trio.run(_run, fleet, log)
     except BaseException:
@@ -123,10 +122,10 @@ def run_command(args: argparse.Namespace) -> int:
             Path(path).unlink(missing_ok=True)  # nothing ran: leave no empty log behind
         raise
     if outcome.completed:
-        print(f"cap fleet: {fleet.name} completed (spent ${outcome.spent_usd:.4f})",
-              file=sys.stderr)
+        print(f"cap fleet: {fleet.name} completed (spent ${outcome.spent_usd:.4f}); "
+              f"log {path}", file=sys.stderr)
         return EXIT_OK
-    print(f"cap fleet: {fleet.name} failed: {outcome.reason}", file=sys.stderr)
+    print(f"cap fleet: {fleet.name} failed: {outcome.reason}; log {path}", file=sys.stderr)
     return EXIT_FAILED
 
 
