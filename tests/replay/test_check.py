@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import msgspec
@@ -171,3 +172,30 @@ async def test_check_a_log_written_to_a_file(tmp_path):
     assert check_sessions(sessions_of(path)).sessions == 1
     # silence unused-import lints for trio in this module
     assert trio
+
+
+async def test_concurrent_sessions_in_one_log_each_replay_in_their_arrival_order(tmp_path):
+    """Three sessions at once over both bindings: their batches interleave in the log."""
+    log = MemoryEventLog()
+    async with open_orchestrator(log) as orch:
+        orch.record = "frames"
+
+        async def one(binding: str, n: int) -> None:
+            cwd = tmp_path / f"s{n}"
+            cwd.mkdir()
+            session = await orch.start_session(binding=binding, cwd=cwd, permissions="allow")
+            await session.run_turn(f"write f{n}.txt: {n}\nsome words")
+            await session.run_turn("run: ls")
+            await session.close()
+
+        async with trio.open_nursery() as nursery:
+            for n, binding in enumerate(["inproc", "stream-json", "inproc"]):
+                nursery.start_soon(one, binding, n)
+    envs = log.read()
+    streams = [e.stream for e in envs if e.stream]
+    switches = sum(a != b for a, b in pairwise(streams))
+    assert switches > 3  # the sessions' events really are interleaved
+    result = check_sessions(group_sessions([envs]))
+    assert result.sessions == 3 and result.events == len(streams)
+    only = sorted(set(streams))[1]
+    assert check_sessions(group_sessions([envs], only), only).sessions == 1
