@@ -153,6 +153,8 @@ class CheckResult:
     sessions: int = 0
     events: int = 0
     """Events compared."""
+    undecoded: set[str] = attrs.field(factory=set)
+    """Bindings whose recorded frames had no replay machine: checked from their events."""
 
 
 class SessionReplay:
@@ -200,7 +202,10 @@ class SessionReplay:
         name = name or self.created.binding
         self.recorded_frames = recorded_frames
         factory = REPLAY_BINDINGS.get(name)
-        self.framed = recorded_frames and getattr(factory, "decodes", True)
+        self.undecoded = name if recorded_frames and factory is None else None
+        """A binding that recorded frames but has no replay machine in this build: its
+        frames are taken as recorded and the session is checked from its events."""
+        self.framed = recorded_frames and factory is not None and factory.decodes
         """The binding's machine made the agent's events from recorded frames (else the
         events themselves are the inputs: in process, or recorded with --record off)."""
         self.complete = complete
@@ -313,10 +318,8 @@ class SessionReplay:
             name = next((e.event.binding for e in self.rec[self.pos:]  # type: ignore[attr-defined]
                          if type(e.event) is SessionStarting), None) or self.created.binding
             # unrecorded (--record off): the agent's events are the inputs, nothing was written
-            factory = REPLAY_BINDINGS.get(name) if self.recorded_frames else InprocReplay
-            if factory is None:
-                raise Divergence(self.sid, self.rec[self.pos].seq, self.rec[self.pos], None,
-                                 f"binding {name!r} has no replay machine in this build")
+            factory = REPLAY_BINDINGS.get(name) if self.recorded_frames else None
+            factory = factory or InprocReplay  # no machine: frames pass as recorded
             self.binding_name = name
             self.binding = factory(self.config, self.ids)
         return self.binding
@@ -417,7 +420,9 @@ class SessionReplay:
             return False
         if merged:
             return True
-        if kind is FrameOut and machine.state is State.CREATED:
+        if kind is FrameOut and not self.framed:
+            self._append([ev], env.cause)  # written by a shell this replay does not re-run
+        elif kind is FrameOut and machine.state is State.CREATED:
             self._append(self._ensure_binding().open(), None)  # the handshake's writes
         elif kind is BindingFallback:
             self._append([ev], env.cause)  # the actor's own, between connection attempts
@@ -500,8 +505,11 @@ def check_sessions(streams: dict[str, list[Envelope]], only: str | None = None,
             continue
         if not recorded or type(recorded[0].event) is not SessionCreated:
             continue
-        result.events += SessionReplay(recorded, machine_factory).run()
+        replay = SessionReplay(recorded, machine_factory)
+        result.events += replay.run()
         result.sessions += 1
+        if replay.undecoded:
+            result.undecoded.add(replay.undecoded)
     return result
 
 
