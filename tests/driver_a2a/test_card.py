@@ -137,3 +137,9 @@ async def test_manifest_token_file_metadata_and_strict_mode(orch: Orchestrator,
         session = await orch.start_session(str(strict), binding="a2a", cwd=tmp_path)
         view = await session.wait_terminal()
     assert "x-a2a-cap-extension must be one of strict, warn" in (view.last_error or "")
+
+
+def test_an_interface_url_that_is_not_http_is_refused() -> None:
+    with pytest.raises(CardRefused, match="not an http"):
+        choose(v1(("ftp://127.0.0.1/rpc", "1.0")), CARD_URL)
+    assert choose(v1(("/rpc", "1.0"), ("file:///x", "0.3")), CARD_URL).other is None

@@ -107,15 +107,16 @@ def vars_of(step: object) -> list[object]:
 
 
 def _httpx_sse(stream: bytes) -> tuple[list[str], str | None]:
-    """(the events' data, the last event ID after the last event with data)."""
+    """(the events' data, the stream's last event ID at its end)."""
     from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
     lines, decoder, out, last = SSELineDecoder(), SSEDecoder(), [], None
     for line in [*lines.decode(stream.decode()), *lines.flush()]:
         sse = decoder.decode(line.rstrip("\n"))
-        if sse is not None and sse.data:
-            out.append(sse.data)
-            last = sse.id or None
+        if sse is not None:
+            last = sse.id or None  # kept across events, with or without data (the spec)
+            if sse.data:
+                out.append(sse.data)
     return out, last
 
 

@@ -179,7 +179,7 @@ class A2aConnection:
             except httpx.TimeoutException as exc:
                 await self._feed(Dropped(rid, _describe(exc), timeout=True,
                                          responded=responded))
-            except (httpx.TransportError, httpx.StreamError, _TooLarge) as exc:
+            except (httpx.HTTPError, httpx.StreamError, httpx.InvalidURL, _TooLarge) as exc:
                 await self._feed(Dropped(rid, _describe(exc), responded=responded))
         self.scopes.pop(rid, None)
 
@@ -334,7 +334,7 @@ async def fetch_card(client: httpx.AsyncClient, url: str,
         except httpx.TimeoutException as exc:
             raise ConnectError(f"the A2A agent at {where} did not answer in time: "
                                f"{_describe(exc)}") from None
-        except (httpx.TransportError, httpx.StreamError, _TooLarge) as exc:
+        except (httpx.HTTPError, httpx.StreamError, httpx.InvalidURL, _TooLarge) as exc:
             raise ConnectError(f"cannot reach the A2A agent at {where}: {_describe(exc)}") from None
         try:
             return f.decode_card(body), where

@@ -94,11 +94,17 @@ def choose(card: f.AgentCard, card_url: str, *, mode: ExtensionMode = "warn",
     other: f.Spelling | None = f.DRAFT if spelling == f.CURRENT else f.CURRENT
     iface = found[spelling]
     url = urljoin(card_url, iface.url)
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise CardRefused(f"the agent card at {card_url} gives its JSON-RPC interface the URL "
+                          f"{url!r}, which is not an http(s) URL")
     if token and _origin(url) != _origin(card_url):
         raise CardRefused(f"the agent card at {card_url} points its interface at {url}, another "
                           "origin; refusing to send the bearer token there")
     other_iface = found.get(other) if other else None
     other_url = urljoin(card_url, other_iface.url) if other_iface is not None else None
+    if other_url is not None and urlsplit(other_url).scheme not in ("http", "https"):
+        other_url = None
     if other_url is not None and token and _origin(other_url) != _origin(card_url):
         other_url = None
     declared = f.extension(card, f.CAP_EXTENSION) is not None
