@@ -355,7 +355,7 @@ def replay_log(args: argparse.Namespace) -> int:
 def _json_state(state, session: str | None) -> dict:
     data = msgspec.to_builtins(state)
     data.pop("transcript", None)
-    data["audit"] = data["audit"]["entries"]
+    data["audit"] = msgspec.to_builtins(state.audit.entries())  # every stream's, seq order
     if session:
         data["sessions"]["sessions"] = {
             k: v for k, v in data["sessions"]["sessions"].items() if k == session
