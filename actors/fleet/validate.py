@@ -371,6 +371,7 @@ def _plan(c: _Checker, raw: Any, known: set[str]) -> tuple[Subtask, ...]:
         c.bad("plan", "expected a list of tables")
         return ()
     entries: list[Subtask] = []
+    named = [item.get("id") for item in raw if isinstance(item, dict)]
     for i, item in enumerate(raw):
         path = f"plan[{i}]"
         if not isinstance(item, dict):
@@ -385,15 +386,13 @@ def _plan(c: _Checker, raw: Any, known: set[str]) -> tuple[Subtask, ...]:
         if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
             c.bad(f"{path}.depends_on", f"expected a list of plan entry ids, got {deps!r}")
             deps = []
+        if eid and named.count(eid) > 1 and named.index(eid) < i:
+            c.bad(f"{path}.id", f"plan entry {eid!r} is defined twice")
+        for j, dep in enumerate(deps):
+            if dep not in named:
+                c.bad(f"{path}.depends_on[{j}]", f"unknown plan entry {dep!r}")
         if eid and content and who:
             entries.append(Subtask(eid, content, who, tuple(deps)))
-    ids = [e.id for e in entries]
-    for i, entry in enumerate(entries):
-        if ids.count(entry.id) > 1 and ids.index(entry.id) != i:
-            c.bad(f"plan[{i}].id", f"plan entry {entry.id!r} is defined twice")
-        for j, dep in enumerate(entry.depends_on):
-            if dep not in ids:
-                c.bad(f"plan[{i}].depends_on[{j}]", f"unknown plan entry {dep!r}")
     cycle = _cycle({e.id: set(e.depends_on) for e in entries})
     if cycle:
         c.bad("plan", f"entries depend on each other in a circle: {' → '.join(cycle)}")
@@ -445,11 +444,13 @@ async def check_agents(fleet: Fleet) -> list[str]:
         try:
             resolved = await resolve(member.agent)
         except UnknownAgent as exc:
-            problems.append(f"{fleet.source}: session[{i}].agent: {exc}")
+            first = str(exc).splitlines()[0].rstrip(":")
+            problems.append(f"{fleet.source}: session[{i}].agent: {first}")
             continue
         if member.binding is not None:
             try:
                 resolved.plan(force=member.binding)
             except BindingNotOffered as exc:
-                problems.append(f"{fleet.source}: session[{i}].binding: {exc}")
+                first = str(exc).splitlines()[0]
+                problems.append(f"{fleet.source}: session[{i}].binding: {first}")
     return problems
