@@ -148,14 +148,16 @@ async def test_a_recorded_bash_session_replays_to_the_same_events(tmp_path: Path
 
 @FUZZ
 @given(lines=st.lists(st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF,
-                                            exclude_categories=("Cc",)), max_size=150),
+                                            exclude_categories=("Cc", "Cf")),
+                              max_size=150),
                       min_size=1, max_size=120),
        cuts=st.lists(st.integers(1, 400), max_size=30))
 def test_a_turns_text_does_not_depend_on_how_the_reads_are_cut(
         lines: list[str], cuts: list[int]) -> None:
     """Line-oriented output (longer than the screen, lines wider than it) gives the same
     turn text whether it arrives in one read or in reads cut anywhere, UTF-8 included
-    (printable text: a C1 control such as U+009B is an 8-bit CSI to a terminal)."""
+    (printable text: a C1 control such as U+009B is an 8-bit CSI to a terminal, and pyte
+    drops the rest of a run after a zero-width format character)."""
     m = manifest("cuts", ["x"], ready=r"^tcap\$\s*$", idle=[r"^tcap\$\s*$"],
                  pty={"cols": 40, "rows": 12})
     body = "".join(f"{line}\r\n" for line in lines).encode() + b"tcap$ "
@@ -189,4 +191,4 @@ def test_a_turns_text_does_not_depend_on_how_the_reads_are_cut(
         expected.pop()
     while expected and not expected[0]:
         expected.pop(0)
-    assert len(whole.splitlines()) >= len([e for e in expected if e])
+    assert whole.splitlines() == expected  # a line wider than the screen is one line

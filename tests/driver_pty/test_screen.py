@@ -132,3 +132,13 @@ def test_utf8_split_across_reads_is_one_character() -> None:
     for i in range(len(data)):
         s.feed(data[i:i + 1])
     assert s.rows()[0] == "é中"
+
+
+def test_a_wrapped_line_is_marked_and_a_line_feed_is_not() -> None:
+    s = TuiVtScreen(10, 6)
+    s.feed(b"0123456789abc\r\nshort\r\n" + "一二三四五六".encode())
+    assert s.rows()[:2] == ["0123456789", "abc"]
+    assert 0 in s.wrapped and 1 not in s.wrapped and 2 not in s.wrapped
+    assert 3 in s.wrapped  # wide characters wrap through pyte's own draw
+    s.feed(b"\x1b[1;1H\x1b[2K")
+    assert 0 not in s.wrapped  # the row was erased: nothing continues from it

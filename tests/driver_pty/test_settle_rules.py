@@ -470,3 +470,12 @@ def test_a_cancel_right_after_the_prompt_never_presses_enter_again() -> None:
     assert r.m.cancel("current_turn") == [ToAgent(b"\x03")]
     got = r.reply(b"^C\r\n" + PROMPT)
     assert ToAgent(b"\r") not in got and of(got, TurnEnded) == [TurnEnded("cancelled")]
+
+
+def test_a_line_wider_than_the_screen_is_one_line_of_text() -> None:
+    r = Run(pty={"cols": 20, "rows": 6})
+    r.ready()
+    long = "word " * 12
+    r.prompt("echo " + long)  # the echo itself wraps too
+    got = r.reply(b"\r\n" + long.encode() + b"\r\n" + PROMPT)
+    assert text(r.out) == long.rstrip() + "\n" and of(got, TurnEnded)

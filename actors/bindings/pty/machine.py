@@ -216,6 +216,8 @@ class PtyMachine:
                 turn.output_after_enter = True
                 if self.s.busy and not turn.saw_busy and self._busy(self.screen.rows()):
                     turn.saw_busy = True
+                    if turn.cancel_pending:
+                        out += self._cancel_keys(turn)
             out += self._stream(turn)
         return out
 
@@ -240,7 +242,11 @@ class PtyMachine:
             out += self._settle()
         elif ((due := self._busy_deadline()) is not None and self.now >= due
               and quiet and not self._writes):
-            self._turn.saw_busy = True  # type: ignore[union-attr]  # waited long enough
+            waited = self._turn
+            assert waited is not None
+            waited.saw_busy = True  # waited long enough
+            if waited.cancel_pending:
+                out += self._cancel_keys(waited)
             out += self._settle()
         return out
 
@@ -330,10 +336,21 @@ class PtyMachine:
             self.killing = True
             return [KillAgent("hard cancel (mid_turn_cancel = \"hard\"): SIGTERM, then "
                               "SIGKILL after the grace period")]
-        turn.cancelled = True
-        self._ask = None
         if not turn.submitted:  # never typed: the turn ends here, nothing reached the program
+            turn.cancelled = True
             return self._end_turn(turn, "cancelled")
+        if self._busy_deadline() is not None:
+            # typed, but the program has not shown it took the prompt: a Ctrl-C now would
+            # reach its input box (Claude Code puts the prompt back there), so the keys wait
+            # for its busy line (or the busy wait's end)
+            turn.cancel_pending = True
+            return []
+        return self._cancel_keys(turn)
+
+    def _cancel_keys(self, turn: Turn) -> list[Output]:
+        turn.cancelled = True
+        turn.cancel_pending = False
+        self._ask = None
         first, *more = self.s.cancel_keys or (CTRL_C,)
         for i, keys in enumerate(more, 1):  # e.g. opencode's Esc, then Esc again
             self._writes.append((self.now + i * CANCEL_GAP, keys))
@@ -607,11 +624,19 @@ class PtyMachine:
                     turn.seen.add(key)
                 out += self._line(turn, text, -1)
         else:
-            for n in range(start, upto):
-                text = screen.row_text(n)
-                if text is not None:
-                    out += self._line(turn, text, n)
-            turn.emitted = max(turn.emitted, upto)
+            n = start
+            wrapped = screen.wrapped
+            while n < upto:
+                last = n  # a line the terminal wrapped is one logical line (Appendix A2)
+                while last in wrapped and last + 1 < upto:
+                    last += 1
+                if last in wrapped and not settled:
+                    break  # it goes on below what is done: later, whole
+                parts = [screen.row_text(k, strip=k not in wrapped) for k in range(n, last + 1)]
+                if parts[0] is not None:
+                    out += self._line(turn, "".join(p or "" for p in parts).rstrip(), n)
+                n = last + 1
+            turn.emitted = max(turn.emitted, n)
         if settled:
             out += self._flush_sections(turn)
         return out + self._flush_text(turn)

@@ -65,6 +65,10 @@ class TuiVtScreen(pyte.Screen):
         self.touched = _NO_TOUCH
         self._main: tuple[Any, int, deque[Any]] | None = None
         self._rows: list[str] | None = None
+        self.wrapped: set[int] = set()
+        """Absolute rows whose line went on in the next row (autowrap, not a line feed):
+        the machine reads them as one logical line (CAP Appendix A2)."""
+        self._drawing = False
         self._cells: dict[Any, dict[str, Any]] = {}
         """Cursor attributes → character → its cell: one cell object per character and
         colour, made once (cells are immutable)."""
@@ -80,18 +84,20 @@ class TuiVtScreen(pyte.Screen):
         self._stream.feed(data)
 
     # ---- reading ------------------------------------------------------------
-    def render_row(self, row: Any) -> str:
-        """One row's text, trailing blanks stripped (a wide character's stub cell is '').
+    def render_row(self, row: Any, strip: bool = True) -> str:
+        """One row's text, trailing blanks stripped unless ``strip`` is false (a row that
+        wraps on: its blanks belong to the line); a wide character's stub cell is ''.
 
         Rows are sparse (erased cells are dropped), so only the cells present are visited."""
         if not row:
-            return ""
+            return "" if strip else " " * self.columns
         columns = self.columns
         cells = [" "] * columns
         for x, cell in row.items():
             if x < columns:
                 cells[x] = cell.data
-        return "".join(cells).rstrip()
+        text = "".join(cells)
+        return text.rstrip() if strip else text
 
     def rows(self) -> list[str]:
         """The visible screen, one rendered string per row (kept until the next feed:
@@ -113,17 +119,17 @@ class TuiVtScreen(pyte.Screen):
         """The oldest absolute row still kept (in the scrollback or on screen)."""
         return self.scrolled - len(self.scrollback)
 
-    def row_text(self, n: int) -> str | None:
+    def row_text(self, n: int, strip: bool = True) -> str | None:
         """Absolute row ``n`` of this generation, or None when it is gone or not yet there."""
         if n >= self.scrolled:
             y = n - self.scrolled
             if y >= self.lines:
                 return None
-            return self.render_row(self.buffer[y]) if y in self.buffer else ""
+            return self.render_row(self.buffer.get(y, {}), strip)
         i = n - self.first_row
         if i < 0:
             return None
-        return self.render_row(self.scrollback[i])
+        return self.render_row(self.scrollback[i], strip)
 
     def history(self) -> Iterator[str]:
         """The scrollback, rendered, oldest first."""
@@ -153,6 +159,8 @@ class TuiVtScreen(pyte.Screen):
         if top == 0:
             self.scrollback.append({} if gone is None else gone)
             self.scrolled += 1  # rows move up and keep their absolute numbers
+            if len(self.wrapped) > 2 * (self.scrollback.maxlen or 1):
+                self._forget_wrapped(0, 0)
         pop = buffer.pop
         for y in range(top, bottom):
             row = pop(y + 1, None)
@@ -176,7 +184,7 @@ class TuiVtScreen(pyte.Screen):
             self.touched = row
         mode = self.mode
         if _IRM in mode or _DECAWM not in mode:
-            super().draw(data)
+            self._slow_draw(data)
             return
         data = data.translate(self.g1_charset if self.charset else self.g0_charset)
         attrs = cursor.attrs
@@ -193,17 +201,31 @@ class TuiVtScreen(pyte.Screen):
             if cell is None:
                 if wcwidth(char) != 1:
                     cursor.x = x
-                    super().draw(data[i:])
+                    self._slow_draw(data[i:])
                     return
                 cell = cells[char] = attrs._replace(data=char)
             if x == columns:  # past the last column: wrap first, as a terminal does
                 cursor.x = 0
+                self.wrapped.add(self.scrolled + cursor.y)
                 self.index()
                 line = self.buffer[cursor.y]
                 x = 0
             line[x] = cell
             x += 1
         cursor.x = x
+
+    def _slow_draw(self, data: str) -> None:
+        """pyte's own ``draw``; a wrap it makes goes through :meth:`linefeed`, marked."""
+        self._drawing = True
+        try:
+            super().draw(data)
+        finally:
+            self._drawing = False
+
+    def linefeed(self) -> None:
+        if self._drawing:  # pyte's draw wrapping the line, not the program's line feed
+            self.wrapped.add(self.scrolled + self.cursor.y)
+        super().linefeed()
 
     def erase_in_line(self, how: int = 0, private: bool = False) -> None:
         """Erased cells are dropped from the row (a missing cell renders as a blank, the
@@ -212,6 +234,8 @@ class TuiVtScreen(pyte.Screen):
         row = self.scrolled + cursor.y
         if row < self.touched:
             self.touched = row
+        if how == 2:
+            self.wrapped.discard(row)
         line = self.buffer.get(cursor.y)
         if not line:
             return
@@ -260,6 +284,9 @@ class TuiVtScreen(pyte.Screen):
         y = self.cursor.y
         self._touch(0 if how in (1, 2, 3) else y)
         buffer = self.buffer
+        if self.wrapped:
+            self._forget_wrapped(self.scrolled + (0 if how in (1, 2, 3) else y),
+                                 self.scrolled + (y if how == 1 else self.lines))
         if how in (2, 3):
             buffer.clear()
         else:
@@ -323,8 +350,15 @@ class TuiVtScreen(pyte.Screen):
         if restore_cursor:
             self.restore_cursor()
 
+    def _forget_wrapped(self, first: int, last: int) -> None:
+        self.wrapped.difference_update(range(first, last))
+        if len(self.wrapped) > 2 * (self.scrollback.maxlen or 1):  # rows long gone
+            oldest = self.first_row
+            self.wrapped = {n for n in self.wrapped if n >= oldest}
+
     def _switched(self, *, alternate: bool) -> None:
         self._rows = None
+        self.wrapped = set()
         self.alternate = alternate
         self.generation += 1
         self.touched = _NO_TOUCH
