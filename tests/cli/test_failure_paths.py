@@ -84,9 +84,9 @@ def test_bad_input_exits_2_with_one_line_and_creates_no_log(files, args, message
 NO_BINDING = [
     (("--agent", "codex"), ["acp:", "pty:"]),
     (("--agent", "aider"), ["pty:"]),
-    (("--agent", "cap-agent", "--binding", "pty"), ["pty:"]),
+    (("--agent", "pty:/nonexistent/tui"), ["pty:"]),
     (("--agent", "acp:some-acp-agent"), ["acp:"]),
-    (("--agent", "pty:bash"), ["pty:"]),
+    (("--agent", "pty:no-such-tui-here"), ["pty:"]),
     (("--agent", "a2a:http://127.0.0.1:9/"), ["a2a:"]),
     (("--agent", "stream-json:/nonexistent/program"), ["stream-json: program", "PATH"]),
     (("--agent", "stream-json:no-such-program-here"), ["install it"]),
