@@ -45,6 +45,8 @@ MACHINES = (
     "actors/bindings/*/publisher*.py",  # … and publisher* for a binding's serving side (A2A)
     "actors/session/machine.py",        # the session lifecycle machine
     "actors/session/policy.py",         # permission policies as pure decisions
+    "actors/fleet/machine.py",          # the fleet's routing and budget rules
+    "actors/fleet/model.py",            # the fleet file's typed values
     "actors/risk.py",                   # risk rating (a module or, now, a package)
     "actors/risk/*.py",
 )
@@ -217,7 +219,8 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
                      "actors.bindings.*.agent_*", "actors.bindings.*.publisher*",
                      "actors.session.machine",
                      "actors.session.policy", "actors.session.raw_budget",
-                     "actors.session.timers", "actors.risk", "actors.risk.*")),
+                     "actors.session.timers", "actors.risk", "actors.risk.*",
+                     "actors.fleet.machine", "actors.fleet.model")),
     (3, "shells", ("actors.connection", "actors.ids", "actors.runtime", "actors.gc_tuning",
                    "actors.bindings.process", "actors.bindings.deliver",
                    "actors.bindings.registry", "actors.bindings.inproc",
@@ -228,13 +231,14 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
                    "actors.agent", "actors.agent.*",
                    "actors.manifest", "actors.manifest.*", "actors.peers", "actors.peers.*",
                    "actors.model_server", "actors.model_server.*", "actors.recording",
-                   "actors.nodes")),
+                   "actors.nodes", "actors.fleet.worktrees")),
     (4, "session actors", ("actors.session.actor", "actors.session.resolve")),
     (5, "orchestrator", ("actors.orchestrator",)),
     (6, "brains that use the orchestrator", ("actors.bridge", "actors.brains",
                                              "actors.brains.*",
                                              "actors.bindings.a2a.serve_*",
-                                             "actors.replay", "actors.replay.*")),
+                                             "actors.replay", "actors.replay.*",
+                                             "actors.fleet", "actors.fleet.*")),
     (7, "CLI and the public face", ("actors.cli", "actors.cli.*", "actors.peers.__main__",
                                     "actors.public")),
 )
