@@ -76,9 +76,11 @@ from trio_cap.events.projections.sessions import TERMINAL_STATUSES, SessionView
 BUILTIN_AGENT = "cap-agent"
 
 
-BUSY_AT_ONCE = 64
+BUSY_AT_ONCE = 16
 """Default of :attr:`Orchestrator.busy`: sessions starting, closing or taking a command at
-once."""
+once.  Measured (``bench sessions``, 1,000 in-process sessions): 16 → append → subscriber
+p99 ~3 ms, 64 → 15–40 ms, the same wall time; 40 ``cap-agent`` processes started 16 at a
+time each reach ready in 3.4 s instead of 8.3 s, all 40 in the same 10 s."""
 
 
 async def _acquire(limiter: trio.CapacityLimiter, token: object) -> None:
