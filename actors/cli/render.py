@@ -154,6 +154,11 @@ def describe(ev: object) -> str:
             rerun = f", re-running turn(s) {list(ev.rerun_turns)}" if ev.rerun_turns else ""
             return (f"run {ev.how} after seq {ev.after_seq}: {ev.turns_done} turn(s) were done"
                     f"{rerun}" + (f" ({ev.reason})" if ev.reason else ""))
+    from trio_cap.actors.cli.fleet_render import describe_fleet
+
+    fleet = describe_fleet(ev)
+    if fleet is not None:
+        return fleet
     return _short(msgspec.to_builtins(ev), 160)
 
 

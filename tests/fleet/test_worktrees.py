@@ -47,6 +47,9 @@ def test_two_members_edit_the_same_file_in_their_own_worktrees(repo):
     run = cap("fleet", "run", "fleet.toml", "--headless", "--log", "run.caplog", cwd=repo)
     assert run.returncode == 0, run.stderr
     assert "Traceback" not in run.stderr
+    assert "fleet.worktree           en: works in" in run.stdout  # one plain line per event
+    assert run.stdout.splitlines()[-1].endswith("fleet wt completed, spent $0.0000")
+    assert run.stderr.startswith("cap fleet: wt completed (spent $0.0000); log ")
     wt = repo / ".cap-worktrees"
     assert (wt / "en" / "hello.txt").read_text() == "hello\n"
     assert (wt / "fr" / "hello.txt").read_text() == "bonjour\n"

@@ -1,0 +1,60 @@
+"""One line per fleet event, for ``cap fleet run`` and ``cap log show``."""
+
+from __future__ import annotations
+
+from trio_cap.events.kinds import (
+    FleetBudgetRefused,
+    FleetCancel,
+    FleetCompleted,
+    FleetFailed,
+    FleetMember,
+    FleetMessageConsumed,
+    FleetMessageDelivered,
+    FleetMessageQueued,
+    FleetMessageRefused,
+    FleetRoute,
+    FleetStarted,
+    FleetWorktree,
+)
+
+
+def _cut(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def describe_fleet(ev: object) -> str | None:
+    """What a fleet event means, or None for any other event."""
+    match ev:
+        case FleetStarted():
+            budget = f", budget ${ev.budget_usd:g}" if ev.budget_usd is not None else ""
+            return (f"fleet {ev.fleet}: {len(ev.members)} sessions ({', '.join(ev.members)}), "
+                    f"worktrees {ev.worktrees}, permissions {ev.permissions}{budget}")
+        case FleetWorktree():
+            where = f"branch {ev.branch}" if ev.branch else "a plain directory"
+            return f"{ev.member}: works in {ev.path} ({where})"
+        case FleetMember():
+            return f"{ev.member}: session {ev.session_id} ({ev.agent})"
+        case FleetRoute():
+            cut = f", cancelled {', '.join(ev.cancelled)}" if ev.cancelled else ""
+            return f"{ev.pattern}: {', '.join(ev.sources)} → {', '.join(ev.targets) or '-'}{cut}"
+        case FleetMessageQueued():
+            hops = f", hop {ev.hops}" if ev.hops else ""
+            return (f"{ev.message_id} queued ({ev.via}{hops}) {ev.source} → {ev.target}: "
+                    f"{_cut(ev.text)}")
+        case FleetMessageDelivered():
+            return f"{ev.message_id} delivered to {ev.target} (input seq {ev.input_seq})"
+        case FleetMessageConsumed():
+            return f"{ev.message_id} consumed by {ev.target} ({ev.stop_reason})"
+        case FleetMessageRefused():
+            return f"refused ({ev.reason}) {ev.source} → {ev.target}: {_cut(ev.text)}"
+        case FleetBudgetRefused():
+            return (f"{ev.member}: turn refused, {ev.scope} budget ${ev.budget_usd:g} spent "
+                    f"(${ev.spent_usd:.4f}; cap_budget_exceeded {ev.code})")
+        case FleetCancel():
+            return f"cancelled the turns of {', '.join(ev.members)} ({ev.reason})"
+        case FleetCompleted():
+            return f"fleet {ev.fleet} completed, spent ${ev.spent_usd:.4f}"
+        case FleetFailed():
+            return f"fleet {ev.fleet} failed: {ev.reason}"
+    return None
