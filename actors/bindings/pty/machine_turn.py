@@ -60,6 +60,8 @@ class Turn:
     in_flight: int = 1
     saw_busy: bool = False
     """A ``parse.x-busy`` line showed after Enter: the program took the prompt (P9)."""
+    cancel_pending: bool = False
+    """A cancel came before the program showed it was busy: sent once it does."""
 
 
 BOX_SIDES = "\u2502\u2503\u2551\u258f\u258e|"
