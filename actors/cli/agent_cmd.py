@@ -212,7 +212,6 @@ def run_agent(options: AgentOptions) -> int:
     """Serve one stream-json session on stdio with ``options``; the process exit code."""
     from trio_cap.actors.bindings.stream_json.agent_argv import OptionsError
     from trio_cap.actors.bindings.stream_json.agent_shell import resolve_options, serve
-    from trio_cap.actors.bridge import bridge_core
 
     try:
         options = resolve_options(options)
@@ -238,7 +237,11 @@ def run_agent(options: AgentOptions) -> int:
             raise UsageError(f"--log {options.log}: {exc}") from None
     else:
         log = MemoryEventLog()
-    make_core = bridge_core(options, script) if options.bridge else None
+    make_core = None
+    if options.bridge:  # the bridge runs an orchestrator; a plain agent start needs none
+        from trio_cap.actors.bridge import bridge_core
+
+        make_core = bridge_core(options, script)
     return trio.run(functools.partial(serve, options, log, script=script, make_core=make_core))
 
 
@@ -248,7 +251,6 @@ def run_acp_agent(args: argparse.Namespace) -> int:
     from trio_cap.actors import __version__
     from trio_cap.actors.bindings.acp.agent_shell import serve
     from trio_cap.actors.bindings.acp.agent_side import MODES, AgentSettings
-    from trio_cap.actors.bridge import BridgeCore, bridge_log_path
 
     mode = "bypassPermissions" if args.dangerously_skip_permissions else args.permission_mode
     if mode not in MODES:
@@ -276,7 +278,9 @@ def run_acp_agent(args: argparse.Namespace) -> int:
     script = brain_script(args.script)
     log = _open_log(args.log, args.fsync)
     make_core = None
-    if args.bridge:
+    if args.bridge:  # the bridge runs an orchestrator; a plain agent start needs none
+        from trio_cap.actors.bridge import BridgeCore, bridge_log_path
+
         base = bridge_log_path(args.log)
 
         def make_core(emit, session_id):  # type: ignore[no-untyped-def]

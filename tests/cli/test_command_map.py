@@ -39,3 +39,14 @@ def test_starting_an_agent_imports_no_server_driver_or_orchestrator() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_stream_json_agent_without_a_bridge_never_imports_the_orchestrator() -> None:
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "trio_cap.actors.cli",
+                          "agent", "--cap-speak", "stream-json"], stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "trio_cap.actors.bindings.stream_json.agent_shell" in imported  # it did start
+    assert not {"trio_cap.actors.orchestrator", "trio_cap.actors.bridge", "psycopg"} & imported
