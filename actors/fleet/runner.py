@@ -86,6 +86,8 @@ class _Shell:
         self.sessions: dict[str, Session] = {}
         self.workdirs: dict[str, worktrees.Workdir] = {}
         self.outcome: FleetOutcome | None = None
+        self.printed = 0
+        """The last seq ``on_event`` saw."""
         self.send, self.receive = trio.open_memory_channel[Output](1_000_000)
 
     async def emit(self, event: Event, cause: int | None = None) -> int:
@@ -121,6 +123,9 @@ class _Shell:
             nursery.start_soon(self._follow, follow_from)
             await self._execute(nursery)
             nursery.cancel_scope.cancel()
+        if self.on_event is not None:  # what the printer had not reached when it stopped
+            for env in self.orch.log.read(max(self.printed, first - 1) + 1):
+                self.on_event(env)
         assert self.outcome is not None
         return self.outcome
 
@@ -162,6 +167,7 @@ class _Shell:
         async for batch in self.orch.log.subscribe(from_seq):
             for env in batch:
                 self.on_event(env)
+                self.printed = env.seq
 
     async def _execute(self, nursery: trio.Nursery) -> None:
         async for output in self.receive:
