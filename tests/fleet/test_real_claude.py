@@ -68,3 +68,65 @@ async def test_claude_code_as_a_pipeline_worker_in_its_own_worktree(
     diffs = [env.event for env in orch.log.read(1, "fleet:real") if env.kind == "cap.artifact"]
     coder_diff = next(d for d in diffs if d.meta["cap.member"] == "coder")
     assert "+hi from claude" in coder_diff.content
+
+
+LEAD_FLEET = '''\
+name = "reallead"
+task = "split the greeting work"
+worktrees = "dirs"
+permissions = "allow"
+
+[[session]]
+id = "lead"
+agent = "claude-code"
+binding = "stream-json"
+
+[[session]]
+id = "en"
+binding = "inproc"
+script = "en.toml"
+
+[[session]]
+id = "fr"
+binding = "inproc"
+script = "fr.toml"
+
+[[route]]
+fan_out = { from = "lead", to = ["en", "fr"] }
+rounds = 1
+
+[[route]]
+join = { from = ["en", "fr"], to = "lead" }
+'''
+
+
+async def test_claude_code_as_the_lead_of_a_fan_out_and_join(
+        claude, model_server, tmp_path):  # noqa: F811
+    orch, _workdir = claude
+    (tmp_path / "fleet.toml").write_text(LEAD_FLEET)
+    for member, word in (("en", "hello"), ("fr", "bonjour")):
+        (tmp_path / f"{member}.toml").write_text(
+            f'[[turn]]\nsteps = [ {{ write = "hello.txt", content = "{word}\\n" }}, '
+            f'{{ say = "wrote {word}" }} ]\n')
+    model_server.set_script(script_from_obj({"turns": [
+        {"text": "English to en, French to fr."},
+        {"text": "Both greetings are in: merged."},
+    ]}))
+    with trio.fail_after(240):
+        outcome = await run_fleet(orch, load_fleet(tmp_path / "fleet.toml"))
+    assert outcome.completed, outcome.reason
+    inputs = [env.event.text for env in orch.log.read(1, "reallead.lead")
+              if env.kind == "input.injected"]
+    assert inputs[0] == "split the greeting work"
+    assert inputs[1] == ("Result from en:\nWrote 6 bytes to hello.txt.\nwrote hello\n\n"
+                         "Result from fr:\nWrote 8 bytes to hello.txt.\nwrote bonjour")
+    for member in ("en", "fr"):
+        (got,) = [env.event.text for env in orch.log.read(1, f"reallead.{member}")
+                  if env.kind == "input.injected"]
+        assert got == "Result from lead:\nEnglish to en, French to fr."
+    last_text = "".join(env.event.text for env in orch.log.read(1, "reallead.lead")
+                        if env.kind == "cap.text_chunk" and env.cause == [
+                            e.seq for e in orch.log.read(1, "reallead.lead")
+                            if e.kind == "input.injected"][1])
+    assert last_text == "Both greetings are in: merged."
+    assert (tmp_path / ".cap-worktrees" / "fr" / "hello.txt").read_text() == "bonjour\n"
