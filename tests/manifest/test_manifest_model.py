@@ -362,4 +362,5 @@ def test_manifest_data_is_valid_toml_data() -> None:
     m = load_manifest(bundled_dir() / "claude-code.toml")
     again = tomllib.loads(dumps(manifest_data(m)))
     assert again["agent"]["binary"] == "claude"
-    assert again["parse"]["idle"] == ["^\u276f\\s*$"]
+    assert tuple(again["parse"]["idle"]) == m.parse.idle  # the footer its TUI shows
+    assert again["parse"]["idle"] == ["\\? for shortcuts\\s*$"]
