@@ -109,6 +109,7 @@ from trio_cap.actors.bindings.a2a import frames as f
 from trio_cap.actors.bindings.a2a.machine_artifacts import ArtifactRules
 from trio_cap.actors.bindings.a2a.machine_card import Choice
 from trio_cap.actors.bindings.a2a.machine_failures import FailureRules
+from trio_cap.actors.bindings.a2a.machine_hot import HotPath
 from trio_cap.actors.bindings.a2a.machine_io import (
     CANCEL,
     GET,
@@ -164,12 +165,13 @@ _STOP = {"completed": "end_turn", "canceled": "cancelled", "failed": "error",
          "rejected": "error"}
 
 
-class A2aDriver(ArtifactRules, FailureRules):
+class A2aDriver(HotPath, ArtifactRules, FailureRules):
     """One CAP session over one A2A context; see the module rules."""
 
     def __init__(self, choice: Choice, *, new_id: Callable[[], str],
                  metadata: dict[str, Any] | None = None, max_resubscribes: int = 3,
-                 first_id: int = 1) -> None:
+                 first_id: int = 1, fast: bool = True) -> None:
+        self.fast = fast
         self.spelling: f.Spelling = choice.spelling
         self.url = choice.url
         self.tenant = choice.tenant
@@ -371,86 +373,6 @@ class A2aDriver(ArtifactRules, FailureRules):
     def _data(self, frame: SseData) -> list[Output]:
         return self._events(frame.request_id, [frame.data])
 
-    def _events(self, rid: int, datas: Sequence[bytes]) -> list[Output]:
-        """Every SSE event of one read: decoded in one call, the common ones on a fast path.
-
-        The fast path (v1 artifact text appended to a known artifact) gives exactly
-        what the general rules give, except that consecutive chunks of one artifact in
-        one read become one ``cap.text_chunk`` (text boundaries carry no meaning, as
-        stream-json's R2); anything else goes through :meth:`_one`.
-        """
-        ex = self.live.get(rid)
-        if ex is None:
-            return []
-        envs = f.decode_stream_batch(ex.spelling, datas)
-        out: list[Output] = []
-        live = self.live
-        arts = self.artifacts
-        fast = ex.spelling == f.CURRENT
-        seen = self.seen
-        task = self.task_id
-        stream_v1 = f.StreamV1
-        run_id: str | None = None  # the text run being gathered: its CAP message id,
-        run: list[str] = []  # its pieces,
-        run_art: ArtifactState | None = None  # and its artifact (None: agent status messages)
-        for data, env in zip(datas, envs, strict=True):
-            if rid not in live:
-                break  # the turn ended (or the exchange was closed) earlier in this read
-            if fast and type(env) is stream_v1 and env.id == rid and env.result is not None:
-                result = env.result
-                au = result.artifact_update
-                if au is not None:
-                    art = au.artifact
-                    parts = art.parts
-                    if au.append and not au.last_chunk and au.task_id == task \
-                            and len(parts) == 1 and parts[0].text \
-                            and (st := arts.get(art.artifact_id)) is not None \
-                            and st.call_id is None and not st.cap and not st.quiet:
-                        st.count += 1
-                        st.closed = False
-                        if st is not run_art:
-                            if run:
-                                self._flush(run_id, run, run_art, out)  # type: ignore[arg-type]
-                            run_id, run, run_art = art.artifact_id, [], st
-                        run.append(parts[0].text)  # type: ignore[arg-type]
-                        ex.got_event = True
-                        continue
-                elif (u := result.status_update) is not None and u.task_id == task:
-                    status = u.status
-                    msg = status.message
-                    if status.state == "TASK_STATE_WORKING" and msg is not None \
-                            and msg.role == "ROLE_AGENT" and len(msg.parts) == 1 \
-                            and msg.parts[0].text and msg.message_id not in seen:
-                        seen.add(msg.message_id)
-                        self.state = "working"
-                        if run_art is not None or not run:
-                            if run:
-                                self._flush(run_id, run, run_art, out)  # type: ignore[arg-type]
-                            run_id, run, run_art = msg.message_id, [], None
-                        run.append(msg.parts[0].text)  # type: ignore[arg-type]
-                        ex.got_event = True
-                        continue
-            if run:
-                self._flush(run_id, run, run_art, out)  # type: ignore[arg-type]
-                run_id, run, run_art = None, [], None
-            self._one(rid, ex, data, env, out)
-            task = self.task_id
-        if run:
-            self._flush(run_id, run, run_art, out)  # type: ignore[arg-type]
-        if self.cancel_wanted and self.task_id is not None and self.turn_open:
-            self.cancel_wanted = False  # H4: the cancel held until the task id was known
-            if _active(self.state):
-                out.append(self._task_request(CANCEL))
-        return out
-
-    def _flush(self, mid: str, run: list[str], st: ArtifactState | None, out: list[Output]) -> None:
-        text = run[0] if len(run) == 1 else "".join(run)
-        if st is not None:
-            st.text_bytes += len(text.encode())
-        else:
-            self.turn_text.append(text)
-        out.append(TextChunk(message_id=mid, text=text))
-
     def _one(self, rid: int, ex: Exchange, data: bytes, env: Any, out: list[Output]) -> None:
         if type(env) is f.FrameError:
             text = data.decode("utf-8", "replace")
@@ -624,10 +546,6 @@ class A2aDriver(ArtifactRules, FailureRules):
     def _forget(self, rid: int) -> Exchange | None:
         self.rpc.forget(rid)
         return self.live.pop(rid, None)
-
-
-def _active(state: str | None) -> bool:
-    return state is None or f.state_class(state) == "active"
 
 
 def _said(message: Any) -> str:

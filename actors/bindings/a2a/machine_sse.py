@@ -42,7 +42,21 @@ class SseReader:
         buf = self._buf + chunk if self._buf else chunk
         self._buf = b""
         out: list[bytes] = []
-        if b"\r\n\r\n" in buf:  # CRLF, as a2a-sdk writes: split without normalising
+        end = buf.rfind(b"\r\n\r\n")
+        if end >= 0 and not self._skipping and buf[:6] == b"data: ":
+            # a2a-sdk's stream: every event one "data: " line, CRLF.  When the only line
+            # breaks are the n separators, each followed by "data: ", the events are one split.
+            head = buf[:end]
+            datas = head[6:].split(b"\r\n\r\ndata: ")
+            n = 2 * len(datas) - 2
+            if head.count(b"\n") == n and head.count(b"\r") == n:
+                rest = buf[end + 4:]
+                if b"\n" in rest or b"\r" in rest:
+                    datas += self._mixed(rest)
+                else:
+                    self._keep(rest)
+                return datas
+        if end >= 0:  # CRLF, as a2a-sdk writes: split without normalising
             blocks = buf.split(b"\r\n\r\n")
             rest = blocks.pop()
             if self._skipping:
