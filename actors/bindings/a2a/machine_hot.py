@@ -72,8 +72,6 @@ class HotPath:
         run_art: ArtifactState | None = None  # and its artifact (None: agent status messages)
         got = False
         for i, env in enumerate(views):
-            if rid not in live:
-                break  # the turn ended (or the exchange was closed) earlier in this read
             result = env.result
             if result is not None and env.id == rid and env.error is None:
                 au = result.artifact_update
@@ -117,6 +115,8 @@ class HotPath:
             data = datas[i]
             env = f.decode_stream_batch(ex.spelling, [data])[0]
             self._one(rid, ex, data, env, out)  # type: ignore[attr-defined]
+            if rid not in live:
+                break  # the turn ended (or the exchange was closed): the rest is not read
             task = self.task_id  # the general rules may have moved to a new task,
             ctx = self.context_id
             arts = self.artifacts  # whose books are a new dict
