@@ -50,7 +50,7 @@ from trio_cap.actors.replay.resume import (
 from trio_cap.actors.session.actor import SessionEnded
 from trio_cap.actors.session.machine import SessionMachine
 from trio_cap.actors.session.timers import Timeouts
-from trio_cap.events.kinds import InputInjected
+from trio_cap.events.kinds import TERMINAL_EVENTS, InputInjected, RunResumed, SessionReady
 from trio_cap.events.log import FileEventLog
 from trio_cap.events.projections.sessions import TERMINAL_STATUSES
 from trio_cap.events.replay import replay
@@ -219,10 +219,34 @@ async def _continue(orch: Orchestrator, args, plan: Plan_, point: ResumePoint, h
         except SessionEnded:
             pass
         remaining = list(point.run.tasks[len(point.injected):])
+        if not remaining:
+            # nothing more to send (the dead run may have finished every turn and died
+            # before it closed): close only once the resumed connection is up, or the
+            # close cancels a session that is still starting
+            await _until_up_again(orch, session)
         await run_turns(session, remaining, out, gate_first=True)
         with trio.move_on_after(2):
             await session.gone.wait()
         printing.cancel_scope.cancel()
+
+
+async def _until_up_again(orch: Orchestrator, session) -> None:  # type: ignore[no-untyped-def]
+    """Wait for the resumed connection's ``session.ready`` (or the session's end): the
+    projection still shows the dead run's status, so it cannot tell."""
+    resumed = False
+    async with trio.open_nursery() as nursery:
+        async def watch_end() -> None:
+            await session.gone.wait()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(watch_end)
+        async for batch in orch.log.subscribe(1, session.id):
+            for env in batch:
+                kind = type(env.event)
+                resumed = resumed or kind is RunResumed
+                if resumed and (kind is SessionReady or kind in TERMINAL_EVENTS):
+                    nursery.cancel_scope.cancel()
+                    return
 
 
 async def _signals(signals, out: Outcome, orch: Orchestrator, everything) -> None:

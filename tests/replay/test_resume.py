@@ -105,6 +105,26 @@ def test_power_loss_truncation_then_resume(tmp_path):
         assert_resumed_run(cwd, before)
 
 
+def test_a_run_killed_after_its_last_turn_but_before_it_closed_resumes_to_completed(tmp_path):
+    """Nothing is left to run: the resumed session comes up and closes as completed (closing
+    it while it was still starting once cancelled it and exited 1)."""
+    assert_clean(cap(*RUN, cwd=tmp_path), 0)
+    full = (tmp_path / "run.caplog").read_bytes()
+    cwd = tmp_path / "cut"
+    cwd.mkdir()
+    for cut in range(len(full) - 1, len(full) // 2, -16):  # the last cut before the close
+        (cwd / "run.caplog").write_bytes(full[:cut])
+        before = read_log(cwd / "run.caplog")
+        kinds = [type(e.event) for e in before]
+        if SessionCompleted not in kinds and kinds.count(SessionTurnEnded) == len(TASKS):
+            break
+    else:
+        raise AssertionError("no cut leaves every turn ended and the session open")
+    result = cap("run", "--resume", "run.caplog", cwd=cwd)
+    assert_clean(result, 0)
+    assert_resumed_run(cwd, before)
+
+
 def test_a_second_resume_while_the_first_runs_is_refused(tmp_path):
     proc = subprocess.Popen([*CAP, "run", "--task", "wait 30", "--headless", "--log",
                              "run.caplog"], cwd=tmp_path, env=WITH_CAP,
