@@ -14,7 +14,7 @@ binary = "/nonexistent/flaky-agent"
 profiles = []
 
 [startup]
-command = ["bash", "-i"]
+command = {command}
 ready_when = {{ pattern = "^\\\\$ $" }}
 
 [fast_path]
@@ -29,9 +29,9 @@ streaming_output = true
 """
 
 
-def manifest(tmp_path):
+def manifest(tmp_path, command: str = '["bash", "-i"]'):
     path = tmp_path / "flaky.toml"
-    path.write_text(MANIFEST.format())
+    path.write_text(MANIFEST.format(command=command))
     return str(path)
 
 
@@ -39,7 +39,9 @@ async def test_a_missing_stream_json_binary_falls_back_and_all_failing_fails_the
     tmp_path,
 ):
     async with open_orchestrator(ids=SequentialIds()) as orch:
-        session = await orch.start_session(manifest(tmp_path), cwd=tmp_path)
+        # both bindings name a program that is not there (a PTY one that exists would start)
+        flaky = manifest(tmp_path, '["/nonexistent/flaky-agent"]')
+        session = await orch.start_session(flaky, cwd=tmp_path)
         view = await session.wait_terminal()
     assert view.status == "failed"
     (fallback,) = of_kind(orch.log, "binding.fallback")
