@@ -211,6 +211,9 @@ class SessionReplay:
         self.complete = complete
         self.pos = 0
         self.pending: list[Event] = []
+        self.unlogged: list[Event] = []
+        """What the step the run was killed in had still to write (its input was logged, its
+        reaction only partly): a resume writes it right after ``run.resumed``."""
         self.binding: ReplayBinding | None = None
         self.binding_name: str | None = None
         self.conn = False
@@ -239,10 +242,15 @@ class SessionReplay:
 
     def _apply(self, outputs: Sequence[Output]) -> None:
         binding = self.binding
-        for out in outputs:
+        for i, out in enumerate(outputs):
             kind = type(out)
             if kind is Emit:
-                self._append(out.events, out.cause)  # type: ignore[union-attr]
+                start = self.pos
+                try:
+                    self._append(out.events, out.cause)  # type: ignore[union-attr]
+                except (_LogEnds, _CrashCut):
+                    self._cut_step(out.events[self.pos - start:], outputs[i + 1:])  # type: ignore[union-attr]
+                    raise
             elif kind is Send:
                 if self.conn:
                     self._append([out.frame], out.cause)  # type: ignore[union-attr]
@@ -256,6 +264,13 @@ class SessionReplay:
                         self._append(binding.cancel(out.scope), out.cause)  # type: ignore[union-attr]
             elif kind is Close:
                 pass
+
+    def _cut_step(self, rest: Sequence[Event], later: Sequence[Output]) -> None:
+        """The run was killed inside this step: the machine has taken its input already, so
+        the events it had still to write are kept (frames to the dead agent are not: it
+        never got them)."""
+        self.unlogged = [*rest, *(ev for out in later if type(out) is Emit
+                                  for ev in out.events)]  # type: ignore[union-attr]
 
     # ---- inbox messages, as SessionActor handles them ---------------------------
     def _absorb(self, events: Sequence[Event]) -> None:
@@ -455,6 +470,9 @@ class SessionReplay:
                        if type(e.event) is SessionConfig), self.config)
         self.config = config  # type: ignore[assignment]
         self._append([env.event], env.cause)
+        lost, self.unlogged = self.unlogged, []
+        if lost:
+            self._append(lost, env.cause)  # the cut step's reaction, written by the resume
         reconcile(self.machine, env.event, self.texts, config)  # type: ignore[arg-type]
         # the new connection draws afresh: the ids written after the resume, in order (what
         # the dead connection drew for a write it never logged is gone with it)

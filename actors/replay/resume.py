@@ -30,6 +30,7 @@ from trio_cap.actors.replay.check import SessionReplay
 from trio_cap.actors.session.machine import Emit, Output, SessionMachine, State
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import (
+    Event,
     InputInjected,
     RunResumed,
     RunStarted,
@@ -101,11 +102,13 @@ class ResumedMachine(SessionMachine):
     """A session machine whose first event, once resumed, is the ``run.resumed`` record."""
 
     resumed: RunResumed | None = None
+    unlogged: tuple[Event, ...] = ()
+    """The reaction the dead run had not finished writing (its input is in the log)."""
 
     def create(self) -> list[Output]:
         if self.resumed is None:
             return super().create()
-        return [Emit((self.resumed,))]
+        return [Emit((self.resumed, *self.unlogged))]
 
 
 def rebuild(point: ResumePoint) -> ResumedMachine:
@@ -117,7 +120,9 @@ def rebuild(point: ResumePoint) -> ResumedMachine:
         replay.run()
     except Divergence as exc:
         raise CannotResume(f"its log does not replay, so its state is unknown: {exc}") from None
-    return replay.machine  # type: ignore[no-any-return]
+    machine: ResumedMachine = replay.machine  # type: ignore[assignment]
+    machine.unlogged = tuple(replay.unlogged)
+    return machine
 
 
 def reconcile(machine: SessionMachine, resumed: RunResumed, texts: dict[int, str],
@@ -140,7 +145,8 @@ def reconcile(machine: SessionMachine, resumed: RunResumed, texts: dict[int, str
 
 def resumed_event(point: ResumePoint, machine: SessionMachine, how: str,
                   reason: str) -> RunResumed:
-    ended = sum(1 for e in point.recorded if type(e.event) is SessionTurnEnded)
+    ended = sum(1 for e in point.recorded if type(e.event) is SessionTurnEnded) + sum(
+        1 for ev in getattr(machine, "unlogged", ()) if type(ev) is SessionTurnEnded)
     rerun = tuple(turn for turn, _ in machine.in_flight)
     return RunResumed(session_id=point.session_id or "", how=how,  # type: ignore[arg-type]
                       after_seq=point.after_seq, turns_done=ended, rerun_turns=rerun,

@@ -21,6 +21,7 @@ import pytest
 from tests.replay.helpers import CAP, WITH_CAP, assert_clean, cap, read_log
 from trio_cap.actors.cli.render import line
 from trio_cap.events.kinds import (
+    FrameIn,
     InputInjected,
     RunResumed,
     RunStarted,
@@ -123,6 +124,33 @@ def test_a_run_killed_after_its_last_turn_but_before_it_closed_resumes_to_comple
     result = cap("run", "--resume", "run.caplog", cwd=cwd)
     assert_clean(result, 0)
     assert_resumed_run(cwd, before)
+
+
+def test_a_run_killed_between_a_turn_end_frame_and_its_reaction_writes_the_reaction(tmp_path):
+    """The agent's turn-end frame is logged, the session's turn end is not (the kill came
+    between the two appends): the resume writes the lost reaction after ``run.resumed``
+    instead of forgetting that turn (seen once in the kill -9 trials), and the log checks."""
+    assert_clean(cap(*RUN, cwd=tmp_path), 0)
+    full = (tmp_path / "run.caplog").read_bytes()
+    cwd = tmp_path / "cut"
+    cwd.mkdir()
+    for cut in range(len(full) - 1, len(full) // 2, -8):
+        (cwd / "run.caplog").write_bytes(full[:cut])
+        before = read_log(cwd / "run.caplog")
+        kinds = [type(e.event) for e in before]
+        if kinds[-1] is FrameIn and kinds.count(SessionTurnEnded) == len(TASKS) - 1 \
+                and kinds.count(SessionWorking) == len(TASKS):
+            break
+    else:
+        raise AssertionError("no cut ends at the last turn's turn-end frame")
+    result = cap("run", "--resume", "run.caplog", cwd=cwd)
+    assert_clean(result, 0)
+    assert_resumed_run(cwd, before)
+    events = [e.event for e in read_log(cwd / "run.caplog")]
+    resumed = next(e for e in events if type(e) is RunResumed)
+    assert resumed.turns_done == len(TASKS) and resumed.rerun_turns == ()
+    assert type(events[events.index(resumed) + 1]) is SessionTurnEnded  # right after it
+    assert_clean(cap("replay", "run.caplog", "--check", cwd=cwd), 0, "identically")
 
 
 def test_a_second_resume_while_the_first_runs_is_refused(tmp_path):
