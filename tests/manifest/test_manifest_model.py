@@ -66,7 +66,7 @@ def test_bundled_bindings_match_what_the_real_programs_offer() -> None:
     assert sj[sj.index("--output-format") + 1] == "stream-json"
     assert _declared("gemini-cli") == {"acp": ("gemini", "--acp"), "pty": ("gemini",)}
     assert _declared("opencode") == {"acp": ("opencode", "acp"), "pty": ("opencode",)}
-    assert _declared("codex") == {"acp": ("codex-acp",), "pty": ("codex",)}
+    assert _declared("codex") == {"acp": ("codex-acp",), "pty": ("codex", "--no-alt-screen")}
     assert list(_declared("aider")) == ["pty"]
     assert _declared("repl")["pty"][0] == "bash"
     assert _declared("cap-agent") == {

@@ -207,6 +207,8 @@ class PtyMachine:
             out.append(CapError(code="parse_failed",
                                 message=f"the terminal emulator failed on the agent's output: "
                                         f"{type(exc).__name__}: {exc}"))
+        if self.screen.replies:  # a terminal answers queries at once, as it reads them
+            out.append(ToAgent(self.screen.take_replies()))
         out += self._take_pending()
         self._activity += 1
         self._quiet_since = self.now

@@ -31,6 +31,7 @@ Pure: pyte and the standard library only (a machine helper, DESIGN §2a).
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -43,6 +44,23 @@ SCROLLBACK = 10_000
 """Lines kept after they scroll off the top (CAP Appendix A5 asks for at least 10,000)."""
 
 _ALT_MODES = frozenset({47, 1047, 1049})
+_OWN_QUERIES = re.compile(rb"\x1b\[>0?c|\x1b\](1[01]);\?(\x07|\x1b\\)")
+"""Queries answered here, not by pyte: the secondary DA (pyte drops the ``>`` and would
+answer a primary one) and the default colour queries OSC 10/11 (pyte reads them as an
+icon name).  Codex, asked nothing else, hangs on a prompt typed while it still waits
+for the colours (seen here three times in four runs)."""
+SECONDARY_DA_REPLY = "\x1b[>0;10;0c"
+"""Secondary device attributes as a VT100-class terminal gives them (type 0, version 10)."""
+COLOUR_REPLIES = {b"10": "rgb:ffff/ffff/ffff", b"11": "rgb:0000/0000/0000"}
+"""The default foreground and background a query is told: white on black."""
+
+
+def _own_reply(query: re.Match[bytes]) -> str:
+    which = query.group(1)
+    if which is None:
+        return SECONDARY_DA_REPLY
+    end = query.group(2).decode()
+    return f"\x1b]{which.decode()};{COLOUR_REPLIES[which]}{end}"
 _PASTE_MODE = 2004
 _NO_TOUCH = 1 << 62
 _IRM = _modes.IRM
@@ -74,6 +92,9 @@ class TuiVtScreen(pyte.Screen):
         colour, made once (cells are immutable)."""
         self.before_switch: Callable[[], None] | None = None
         """Called just before a buffer switch, while the old buffer is still readable."""
+        self.replies: list[str] = []
+        """What a terminal answers to the program's queries (device attributes, status,
+        cursor position), oldest first; the machine writes them back to the program."""
         super().__init__(columns, lines)
         self._stream = pyte.ByteStream(self)
 
@@ -81,7 +102,25 @@ class TuiVtScreen(pyte.Screen):
     def feed(self, data: bytes) -> None:
         """Bytes exactly as read from the PTY master (UTF-8 split across reads is fine)."""
         self._rows = None
+        if (b"\x1b[>" in data or b"\x1b]1" in data) and _OWN_QUERIES.search(data):
+            at = 0
+            for query in _OWN_QUERIES.finditer(data):
+                self._stream.feed(data[at:query.start()])
+                self.write_process_input(_own_reply(query))
+                at = query.end()
+            data = data[at:]
         self._stream.feed(data)
+
+    def write_process_input(self, data: str) -> None:
+        """pyte's hook for a query's answer.  Programs built on crossterm (Codex) or
+        blessed send ``CSI c`` / ``CSI 6 n`` and wait for the answer as a real terminal
+        gives it; unanswered, they stall on a timeout (Codex once took a submitted prompt
+        and never sent it on)."""
+        self.replies.append(data)
+
+    def take_replies(self) -> bytes:
+        out, self.replies = self.replies, []
+        return "".join(out).encode()
 
     # ---- reading ------------------------------------------------------------
     def render_row(self, row: Any, strip: bool = True) -> str:
