@@ -142,3 +142,26 @@ def test_a_wrapped_line_is_marked_and_a_line_feed_is_not() -> None:
     assert 3 in s.wrapped  # wide characters wrap through pyte's own draw
     s.feed(b"\x1b[1;1H\x1b[2K")
     assert 0 not in s.wrapped  # the row was erased: nothing continues from it
+
+
+def test_terminal_queries_are_answered_in_order_and_draw_nothing() -> None:
+    """Codex's start-up queries, as it sends them: each answer a terminal gives, in order;
+    the colour queries never become an icon name and nothing is drawn."""
+    s = TuiVtScreen(80, 24)
+    s.feed(b"ab" + ESC + b"[?u" + ESC + b"[?1007$p" + ESC + b"[c" + ESC + b"[6n"
+           + ESC + b"]10;?" + ESC + b"\\" + ESC + b"]11;?\x07" + ESC + b"[>c" + ESC + b"[5n")
+    assert s.take_replies() == (ESC + b"[?6c" + ESC + b"[1;3R"
+                                + ESC + b"]10;rgb:ffff/ffff/ffff" + ESC + b"\\"
+                                + ESC + b"]11;rgb:0000/0000/0000\x07"
+                                + ESC + b"[>0;10;0c" + ESC + b"[0n")
+    assert s.take_replies() == b""
+    assert s.rows()[0] == "ab" and s.icon_name == ""
+
+
+def test_the_machine_writes_the_answers_back_at_once() -> None:
+    from trio_cap.actors.bindings.base import ToAgent
+    from trio_cap.actors.bindings.pty.machine import PtyMachine, PtySettings
+
+    machine = PtyMachine(PtySettings(), new_id=lambda prefix: f"{prefix}_1", now=0.0)
+    out = machine.receive_data(b"hi" + ESC + b"[6n", 0.01)
+    assert [o for o in out if isinstance(o, ToAgent)] == [ToAgent(ESC + b"[1;3R")]
