@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -67,6 +68,14 @@ def ensure_node_sdk() -> Path:
     these tests are the proof that the official client can drive us.
     """
     root = node_sdk_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / ".install.lock").open("w") as lock:
+        # test workers (pytest -n) share the cache: one installs, the others wait for it
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _ensure_node_sdk(root)
+
+
+def _ensure_node_sdk(root: Path) -> Path:
     package = root / "node_modules" / NODE_SDK / "package.json"
     installed = package.is_file() and json.loads(package.read_text())["version"] == NODE_SDK_VERSION
     if not installed:
