@@ -167,6 +167,35 @@ def test_multi_line_input_is_one_paste_only_when_both_sides_agree(
     assert r.prompt("a\nb", echo=False)[0] == expected
 
 
+def test_one_line_over_a_kib_is_one_paste_and_a_shorter_one_is_typed() -> None:
+    r = Run(paste=True)
+    r.at(0.0, b"\x1b[?2004h" + PROMPT)
+    r.settle()
+    long = "x" * 1025
+    typed = r.prompt(long, echo=False)
+    assert typed == [b"\x1b[200~" + long.encode() + b"\x1b[201~", b"\r"]  # one write, Enter
+    assert of(r.reply(b"\r\nok\r\n" + PROMPT), TurnEnded)
+    short = "y" * 1000
+    assert r.prompt(short, echo=False) == [short.encode(), b"\r"]
+
+
+@pytest.mark.parametrize(("pty", "options", "window"), [
+    ({}, {}, 0.2),                                   # CAP's default
+    ({"x-idle-ms": 750}, {}, 0.75),                  # the manifest's
+    ({"x-idle-ms": 750}, {"pty.idle_window": 0.05}, 0.05),  # the session's wins
+])
+def test_the_idle_window_comes_from_the_manifest_or_the_session(
+        pty: dict[str, Any], options: dict[str, Any], window: float) -> None:
+    r = Run(pty=pty, options=options)
+    r.ready()
+    r.prompt("echo hi")
+    r.at(r.t + 0.01, b"hi\r\n" + PROMPT)
+    quiet_from = r.t
+    assert r.m.deadline() == pytest.approx(quiet_from + window)
+    assert not of(r.at(quiet_from + window * 0.9), TurnEnded)  # not quiet long enough yet
+    assert of(r.at(quiet_from + window), TurnEnded)
+
+
 def test_a_paste_cannot_end_itself_early() -> None:
     r = Run(paste=True)
     r.at(0.0, b"\x1b[?2004h" + PROMPT)
