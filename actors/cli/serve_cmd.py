@@ -79,8 +79,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="the agent to publish: a manifest name or path (see `cap manifest "
                       "list`), or an ad-hoc spec such as stream-json:CMD")
     what.add_argument("--fleet", metavar="FLEET",
-                      help="publish a whole fleet (needs fleets, which this build does not "
-                      "have yet: refused with exit 2)")
+                      help="publish a whole fleet (not in this build: a fleet has no single "
+                      "agent face yet; refused with exit 2)")
     a2a.add_argument("--token-file", metavar="F", help="bearer tokens (see above)")
     a2a.add_argument("--binding", metavar="B", help="use only this binding for the agent")
     a2a.add_argument("--permissions", choices=("ask", "allow", "deny"), default="ask",
@@ -143,8 +143,9 @@ def serve_a2a(args: argparse.Namespace) -> int:
     from trio_cap.actors.model_server.server import parse_listen
 
     if args.fleet is not None:
-        raise UsageError(f"--fleet {args.fleet}: publishing a fleet needs fleets, which this "
-                         "build does not have yet; publish one agent with --agent")
+        raise UsageError(f"--fleet {args.fleet}: publishing a fleet is not in this build yet "
+                         "(a fleet has no single agent face); publish one agent with --agent, "
+                         "or run the fleet with `cap fleet run`")
     try:
         host, port = parse_listen(args.listen)
     except ValueError as exc:

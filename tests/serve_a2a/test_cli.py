@@ -50,10 +50,10 @@ def test_a_non_loopback_address_without_a_token_is_refused(tmp_path: Path) -> No
     assert not (tmp_path / ".cap").exists()  # refused before any log was made
 
 
-def test_fleet_needs_the_fleets_issue(tmp_path: Path) -> None:
+def test_fleet_is_refused_in_one_line_saying_what_to_use(tmp_path: Path) -> None:
     result = run_cap(["serve", "a2a", "--listen", "127.0.0.1:0", "--fleet", "f.toml"],
                      tmp_path)
-    one_line_refusal(result, "--fleet", "fleets")
+    one_line_refusal(result, "--fleet", "cap fleet run")
 
 
 @pytest.mark.parametrize(("content", "needle"), [
