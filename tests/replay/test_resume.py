@@ -14,6 +14,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,21 @@ def assert_resumed_run(cwd: Path, before: list) -> None:
     rerun = {t for e in events if type(e) is RunResumed for t in e.rerun_turns}
     assert all(n == 1 or turn in rerun for turn, n in started.items()), (started, rerun)
     assert all(type(e) is not RunResumed or e.how == "restarted" for e in events)
+
+
+def cut_where(tmp_path: Path, wanted: Callable[[list[type]], bool]) -> tuple[Path, list]:
+    """A whole run's log cut at the last byte offset (walking back from the end) whose
+    remaining events' kinds are ``wanted``: a run killed just there."""
+    assert_clean(cap(*RUN, cwd=tmp_path), 0)
+    full = (tmp_path / "run.caplog").read_bytes()
+    cwd = tmp_path / "cut"
+    cwd.mkdir()
+    for cut in range(len(full) - 1, len(full) // 2, -8):
+        (cwd / "run.caplog").write_bytes(full[:cut])
+        before = read_log(cwd / "run.caplog")
+        if wanted([type(e.event) for e in before]):
+            return cwd, before
+    raise AssertionError("no cut of the log leaves what the test wants")
 
 
 def test_kill_9_at_random_points_then_resume(tmp_path):
@@ -109,18 +125,8 @@ def test_power_loss_truncation_then_resume(tmp_path):
 def test_a_run_killed_after_its_last_turn_but_before_it_closed_resumes_to_completed(tmp_path):
     """Nothing is left to run: the resumed session comes up and closes as completed (closing
     it while it was still starting once cancelled it and exited 1)."""
-    assert_clean(cap(*RUN, cwd=tmp_path), 0)
-    full = (tmp_path / "run.caplog").read_bytes()
-    cwd = tmp_path / "cut"
-    cwd.mkdir()
-    for cut in range(len(full) - 1, len(full) // 2, -16):  # the last cut before the close
-        (cwd / "run.caplog").write_bytes(full[:cut])
-        before = read_log(cwd / "run.caplog")
-        kinds = [type(e.event) for e in before]
-        if SessionCompleted not in kinds and kinds.count(SessionTurnEnded) == len(TASKS):
-            break
-    else:
-        raise AssertionError("no cut leaves every turn ended and the session open")
+    cwd, before = cut_where(tmp_path, lambda kinds: SessionCompleted not in kinds
+                            and kinds.count(SessionTurnEnded) == len(TASKS))
     result = cap("run", "--resume", "run.caplog", cwd=cwd)
     assert_clean(result, 0)
     assert_resumed_run(cwd, before)
@@ -130,19 +136,9 @@ def test_a_run_killed_between_a_turn_end_frame_and_its_reaction_writes_the_react
     """The agent's turn-end frame is logged, the session's turn end is not (the kill came
     between the two appends): the resume writes the lost reaction after ``run.resumed``
     instead of forgetting that turn (seen once in the kill -9 trials), and the log checks."""
-    assert_clean(cap(*RUN, cwd=tmp_path), 0)
-    full = (tmp_path / "run.caplog").read_bytes()
-    cwd = tmp_path / "cut"
-    cwd.mkdir()
-    for cut in range(len(full) - 1, len(full) // 2, -8):
-        (cwd / "run.caplog").write_bytes(full[:cut])
-        before = read_log(cwd / "run.caplog")
-        kinds = [type(e.event) for e in before]
-        if kinds[-1] is FrameIn and kinds.count(SessionTurnEnded) == len(TASKS) - 1 \
-                and kinds.count(SessionWorking) == len(TASKS):
-            break
-    else:
-        raise AssertionError("no cut ends at the last turn's turn-end frame")
+    cwd, before = cut_where(tmp_path, lambda kinds: kinds[-1] is FrameIn
+                            and kinds.count(SessionTurnEnded) == len(TASKS) - 1
+                            and kinds.count(SessionWorking) == len(TASKS))
     result = cap("run", "--resume", "run.caplog", cwd=cwd)
     assert_clean(result, 0)
     assert_resumed_run(cwd, before)
