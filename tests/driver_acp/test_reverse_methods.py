@@ -9,6 +9,7 @@ exactly as an agent does.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,45 @@ async def test_terminal_kill_and_release(orch: Orchestrator, workdir: Path) -> N
     assert killed["exit"]["exitCode"] is None and killed["exit"]["signal"] == "SIGTERM"
     assert killed["output"]["exitStatus"]["signal"] == "SIGTERM"
     assert killed["after_release"] == -32002
+
+
+def group_members(pgid: int) -> list[tuple[int, str]]:
+    """(pid, state) of every process whose process group is ``pgid``, from /proc."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # gone meanwhile
+        fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) "
+        if int(fields[2]) == pgid:
+            members.append((int(stat.parent.name), fields[0]))
+    return members
+
+
+async def test_terminal_kill_escalates_to_sigkill_and_ends_the_whole_group(
+        orch: Orchestrator, workdir: Path) -> None:
+    # the shell and its background child ignore SIGTERM; the kill must not stop there
+    script = 'trap "" TERM; sleep 3600 & echo "group $$ child $!"; wait'
+    with trio.fail_after(SECONDS):
+        session = await start(orch, workdir, allow_high_risk=True)
+        (killed,) = await run(session, {"call": "terminal", "command": "sh",
+                                        "args": ["-c", script], "ready": "child ",
+                                        "kill": True})
+        await session.close()
+    killed = killed["ok"]
+    words = killed["ready"].split()
+    pgid, child = int(words[1]), int(words[3])
+    assert child != pgid  # the child is no group leader: only a group kill reaches it
+    assert killed["exit"] == {"exitCode": None, "signal": "SIGKILL", "_meta": None}
+    assert killed["output"]["exitStatus"]["signal"] == "SIGKILL"
+    # nothing of the group runs on (the orphaned child is reaped by init in its own time)
+    assert [m for m in group_members(pgid) if m[1] != "Z"] == []
+    with trio.fail_after(10):
+        while group_members(pgid):  # noqa: ASYNC110 - bounded: init reaps the orphan
+            await trio.sleep(0.01)
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)
 
 
 async def test_a_tool_call_embedding_a_released_terminal_ends_with_its_output(
