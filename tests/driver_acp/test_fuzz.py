@@ -23,7 +23,8 @@ METHODS = ["session/update", "session/request_permission", "fs/read_text_file",
            "fs/write_text_file", "terminal/create", "terminal/output", "elicitation/create",
            "$/cancel_request", "_x"]
 KINDS = ["agent_message_chunk", "tool_call", "tool_call_update", "plan", "usage_update",
-         "current_mode_update", "nope"]
+         "current_mode_update", "available_commands_update", "config_option_update",
+         "session_info_update", "user_message_chunk", "agent_thought_chunk", "nope"]
 
 
 @st.composite
@@ -42,7 +43,8 @@ def messages(draw: st.DrawFn) -> bytes:
                          "update": {"sessionUpdate": draw(st.sampled_from(KINDS)),
                                     **draw(st.dictionaries(st.sampled_from(
                                         ["content", "toolCallId", "title", "status", "entries",
-                                         "used", "size", "cost", "messageId", "locations"]),
+                                         "used", "size", "cost", "messageId", "locations",
+                                         "availableCommands", "configOptions", "modeId"]),
                                         json_values, max_size=5))}}
     else:
         msg["method"] = draw(st.sampled_from(METHODS))
