@@ -43,6 +43,16 @@ def start_run(cwd: Path) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def run_started(log: Path, proc: subprocess.Popen) -> None:
+    """Until the run's ``run.started`` is in its log (a bounded poll: nothing to wait on)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if log.exists() and any(type(e.event) is RunStarted for e in read_log(log)):
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the run never logged run.started (exit {proc.poll()})")
+
+
 def assert_resumed_run(cwd: Path, before: list) -> None:
     """The promises of a resumed run, read from its log."""
     after = read_log(cwd / "run.caplog")
@@ -81,7 +91,11 @@ def test_kill_9_at_random_points_then_resume(tmp_path):
         cwd = tmp_path / f"t{trial}"
         cwd.mkdir()
         proc = start_run(cwd)
-        time.sleep(rng.uniform(0.3, 2.5))  # the random kill point, not a synchronisation
+        if trial % 6 == 0:  # now and then while it starts, before anything is logged …
+            time.sleep(rng.uniform(0.0, 0.3))  # the random kill point, not a synchronisation
+        else:  # … else at a random point of the run itself, however slow the box is today
+            run_started(cwd / "run.caplog", proc)
+            time.sleep(rng.uniform(0.0, 1.2))  # the random kill point, not a synchronisation
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         log = cwd / "run.caplog"
