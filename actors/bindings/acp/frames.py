@@ -31,6 +31,7 @@ directions, in the schema's order; the tables at the end are its index.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 import msgspec
@@ -875,6 +876,43 @@ def decode_updates(block: bytes) -> list[UpdateMessage]:
     line, and :func:`..frames_lenient.decode_payload` sees the odd one.
     """
     return _updates.decode(block)
+
+
+class SessionBlock(list):  # type: ignore[type-arg]
+    """What a :func:`session_decoder` answers: notifications, every one of ``session_id``.
+
+    Its type is the proof the machine's loop relies on: nothing but
+    notifications of its own session, so neither is asked of each line again
+    (a read the kit decoded in pieces comes back as a plain list).
+    """
+
+    __slots__ = ("session_id",)
+
+    def __init__(self, items: list[Any], session_id: str) -> None:
+        super().__init__(items)
+        self.session_id = session_id
+
+
+def session_decoder(session_id: str) -> tuple[type, Callable[[bytes], SessionBlock]]:
+    """:func:`decode_updates` for one session: its message type and its decode.
+
+    The session id is a one-value ``Literal``, so msgspec checks it as it reads
+    it (and hands back ``session_id`` itself, no new string); a line of any other
+    session fails the block, and the reader goes line by line, where the
+    machine reports it.  The message type is an :class:`UpdateMessage`.
+    """
+
+    note = msgspec.defstruct("SessionNotificationView",
+                             [("session_id", Literal[session_id])],  # type: ignore[valid-type]
+                             bases=(NotificationView,))
+    message = msgspec.defstruct("SessionUpdateMessage", [("params", note)],
+                                bases=(UpdateMessage,), tag=SESSION_UPDATE)
+    decode = msgspec.json.Decoder(list[message]).decode  # type: ignore[valid-type]
+
+    def decode_block(block: bytes) -> SessionBlock:
+        return SessionBlock(decode(block), session_id)
+
+    return message, decode_block
 
 
 def encode(value: Any) -> bytes:

@@ -180,7 +180,8 @@ class AcpClient(Handshake):
         self.rpc = rpc.JsonRpc()
         self.updates = UpdateMapper()
         self._reader: NdjsonReader[Any] = NdjsonReader(
-            self.rpc.receive, f.decode_updates, max_line=max_line, recovery=NoRecovery())
+            self.rpc.receive, self._decode_block, max_line=max_line, recovery=NoRecovery())
+        self._session_decoder: tuple[str, type, Any] | None = None
         self._authenticated = False
         self._loading = False
         self._steps: deque[tuple[str, Any]] = deque()
@@ -347,18 +348,21 @@ class AcpClient(Handshake):
         boundaries carry no meaning; the text is the same).  Everything else goes
         through :meth:`_update` or the handler table.
         """
+        live = self._chunks_live()
+        sid = self.session_id
+        items = lines.items
+        if live and type(items) is f.SessionBlock and items.session_id == sid:
+            return self._translate_updates(items)
         out: list[Output] = []
-        update_t, text_t = f.UpdateMessage, f.TextView
+        update_t, text_t = self._message_type(), f.TextView
         message_t, thought_t = f.MessageChunkView, f.ThoughtChunkView
         run_kind: type | None = None
         run_id: Any = None
         parts: list[str] = []
-        live = self._chunks_live()
-        sid = self.session_id
         append = parts.append
-        for item in lines.items:
+        for item in items:
             kind = type(item)
-            if kind is update_t:  # the block decoder's: a notification, nothing else
+            if kind is update_t or kind is f.UpdateMessage:  # the block decoder's: a notification
                 params = item.params
                 update = params.update
                 ukind = type(update)
@@ -390,6 +394,58 @@ class AcpClient(Handshake):
                 out.append(_unreadable(item.reason, item.raw, item.size))
             live = self._chunks_live()  # a handler may have ended the turn or opened one
             sid = self.session_id
+        if run_kind is not None:
+            self._flush(run_kind, run_id, parts, out)
+        return out
+
+    def _decode_block(self, block: bytes) -> list[Any]:
+        """The reader's block decoder: once the session is known, its own (a line of any
+        other session sends the read line by line, where :meth:`_update` reports it)."""
+        sid = self.session_id
+        if sid is None:
+            return f.decode_updates(block)
+        cached = self._session_decoder
+        if cached is None or cached[0] != sid:
+            cached = self._session_decoder = (sid, *f.session_decoder(sid))
+        return cached[2](block)  # type: ignore[no-any-return]
+
+    def _message_type(self) -> type:
+        """The notification type the block decoder gives now."""
+        cached = self._session_decoder
+        return f.UpdateMessage if cached is None else cached[1]
+
+    def _translate_updates(self, items: list[f.UpdateMessage]) -> list[Output]:
+        """:meth:`_translate` for a read of nothing but this session's notifications while
+        chunks are live (a :class:`.frames.SessionBlock`).
+
+        The same rules with less to ask of each line: every item is a
+        notification of this session (the decoder checked), and nothing in
+        the read can end the turn or change the session (no handler runs).
+        """
+        out: list[Output] = []
+        text_t, message_t, thought_t = f.TextView, f.MessageChunkView, f.ThoughtChunkView
+        run_kind: type | None = None
+        run_id: Any = None
+        parts: list[str] = []
+        append = parts.append
+        for item in items:
+            update = item.params.update
+            if type(update) is run_kind:  # the hottest case: the run goes on
+                content = update.content
+                if type(content) is text_t and update.message_id == run_id:
+                    append(content.text)
+                    continue
+            ukind = type(update)
+            if (ukind is message_t or ukind is thought_t) and type(update.content) is text_t:
+                if run_kind is not None:
+                    self._flush(run_kind, run_id, parts, out)
+                run_kind, run_id, parts = ukind, update.message_id, [update.content.text]
+                append = parts.append
+                continue
+            if run_kind is not None:
+                self._flush(run_kind, run_id, parts, out)
+                run_kind = None
+            self._update(item.params, out)
         if run_kind is not None:
             self._flush(run_kind, run_id, parts, out)
         return out

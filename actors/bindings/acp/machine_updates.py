@@ -83,23 +83,38 @@ def tool_text(content: tuple[f.ToolCallContent, ...] | Any | None) -> str:
     """The text a tool call's content list says (diffs and terminals are in ``_meta``)."""
     if not isinstance(content, tuple):
         return ""
+    if len(content) == 1:  # the usual case: one block (the join of one part is the part)
+        item = content[0]
+        return f.content_text(item.content) if type(item) is f.ToolContent else ""
     parts = [f.content_text(item.content) for item in content if type(item) is f.ToolContent]
     return "\n".join(p for p in parts if p)
 
 
 def _acp_meta(update: f.ToolCall | f.ToolCallUpdate | f.ToolCallFields) -> dict[str, Any]:
     meta: dict[str, Any] = {}
-    for key in ("title", "kind", "status"):
-        value = getattr(update, key)
-        if isinstance(value, str):
-            meta[key] = value
+    value = update.title
+    if isinstance(value, str):
+        meta["title"] = value
+    value = update.kind
+    if isinstance(value, str):
+        meta["kind"] = value
+    value = update.status
+    if isinstance(value, str):
+        meta["status"] = value
     if isinstance(update.locations, tuple):
         meta["locations"] = [_to_builtins(loc) for loc in update.locations]
-    if isinstance(update.content, tuple):
-        diffs = [_to_builtins(c) for c in update.content if type(c) is f.Diff]
+    content = update.content
+    if isinstance(content, tuple) and content:
+        diffs: list[Any] = []
+        terminals: list[str] = []
+        for item in content:  # one pass; the keys keep their order (diffs, then terminals)
+            kind = type(item)
+            if kind is f.Diff:
+                diffs.append(_to_builtins(item))
+            elif kind is f.TerminalRef:
+                terminals.append(item.terminal_id)
         if diffs:
             meta["diffs"] = diffs
-        terminals = [c.terminal_id for c in update.content if type(c) is f.TerminalRef]
         if terminals:
             meta["terminals"] = terminals
     if update.raw_output is not UNSET:
@@ -172,9 +187,9 @@ class UpdateMapper:
                 return self._update(_as_update(update))
             return self._start(update)
         if kind is f.Plan:
-            return [Plan(entries=tuple(
-                PlanEntry(id=str(i + 1), content=e.content, status=e.status, priority=e.priority)
-                for i, e in enumerate(update.entries)))]
+            return [Plan(entries=tuple([
+                PlanEntry(id=str(i), content=e.content, status=e.status, priority=e.priority)
+                for i, e in enumerate(update.entries, 1)]))]
         if kind is f.UsageUpdate:
             return [self._usage(update)]
         if kind is f.UserMessageChunk:
