@@ -239,6 +239,20 @@ def test_a_dropped_enter_is_recovered_and_the_turn_ends_normally() -> None:
     assert text(got) == "hi\n" and of(got, TurnEnded)
 
 
+@pytest.mark.parametrize("redraw", [True, False])
+def test_a_repainted_box_keeping_the_text_over_its_cursor_gets_another_enter(
+        redraw: bool) -> None:
+    """Codex inline once dropped an Enter right after a turn: it repainted its box with the
+    text a row above the cursor, and nothing more.  On a repainted screen that is not idle,
+    that text is still unsent; on a plain one it is a command's echo (no second Enter)."""
+    r = Run(pty={"x-redraw": redraw})
+    r.ready()
+    r.prompt("echo hi", echo=False)
+    r.at(r.t + 0.01, b"echo hi\r\n")  # the box repainted: the text, the cursor under it
+    enters = [o.data for o in r.step() if isinstance(o, ToAgent)]
+    assert enters == ([b"\r"] if redraw else [])
+
+
 # ---- P9/P10: a turn and its text ----------------------------------------------------------------
 
 

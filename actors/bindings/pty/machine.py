@@ -35,7 +35,9 @@ P4    a prompt typed                                  its text, then Enter after
                                                       bracketed paste when the manifest allows
                                                       it and the program enabled mode 2004
 P5    BUSY, settle, no output since Enter, or the     Enter again (at most ``submit_retries``
-      input line still shows the prompt's text        times; then ``cap.error`` ``pty_blocked``
+      input line still shows the prompt's text (on    times; then ``cap.error`` ``pty_blocked``
+      a repainted screen not idle: or the row over
+      the cursor)
                                                       and the turn fails: at once if the text
                                                       is still there, else at its idle settle)
 P6    BUSY, settle, a dialog shows                    ``cap.ask_user`` (choices from the lines
@@ -424,6 +426,10 @@ class PtyMachine:
             turn.verified = True  # never press Enter again after a cancel
         if not turn.verified:
             shown = self._input_shown(turn, rows)
+            if not shown and self.s.redraw and not (last_y is not None and self._idle(last)):
+                # not idle either: the box may keep the text a row above its cursor (Codex
+                # inline, an Enter it dropped while it closed the last turn)
+                shown = self._input_shown(turn, rows, above=1)
             if not turn.output_after_enter or shown:
                 if turn.retries < self.s.submit_retries:
                     turn.retries += 1
@@ -517,13 +523,14 @@ class PtyMachine:
         return any(p is not None and p.search(last) is not None
                    for p in (self.s.ask_yes_no, self.s.ask_options))
 
-    def _input_shown(self, turn: Turn, rows: list[str]) -> bool:
-        """The prompt's last line still sits in the line the cursor is on (P5)."""
+    def _input_shown(self, turn: Turn, rows: list[str], above: int = 0) -> bool:
+        """The prompt's last line still sits in the line the cursor is on, or ``above``
+        rows over it (P5)."""
         tail = next((ln for ln in reversed(turn.text.splitlines()) if ln.strip()), "")
         tail = compact(tail)
         if not tail:
             return False
-        y = self.screen.cursor.y
+        y = self.screen.cursor.y - above
         # an input box's right side ("| > text   |") is not part of what was typed
         return 0 <= y < len(rows) and compact(rows[y]).rstrip(BOX_SIDES).endswith(tail)
 
