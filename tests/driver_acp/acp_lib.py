@@ -88,3 +88,30 @@ def prompt(client: AcpClient, text: str = "hi") -> int:
 
 
 __all__ = ["CWD", "ClientOptions"]
+
+
+def acp_manifest_toml(name: str, command: list[str], *, ready: str, x_acp: str = "") -> str:
+    """A minimal manifest of an ACP agent started as ``command``, with its ``[x-acp]`` table."""
+    return f"""
+[agent]
+name = "{name}"
+binary = {json.dumps(command[0])}
+profiles = []
+
+[startup]
+command = {json.dumps(command)}
+ready_when = {{ pattern = {json.dumps(ready)} }}
+
+[fast_path]
+acp_stdio = {json.dumps(command)}
+
+[pty]
+cols = 80
+rows = 24
+
+[capabilities]
+streaming_output = true
+
+[x-acp]
+{x_acp}
+"""

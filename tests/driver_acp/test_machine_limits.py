@@ -13,6 +13,7 @@ import pytest
 
 from tests.driver_acp.acp_lib import (
     CWD,
+    acp_manifest_toml,
     line,
     of,
     prompt,
@@ -93,29 +94,8 @@ def test_a_line_over_32_mib_is_a_parse_error_and_the_next_line_still_counts() ->
 
 def spec(tmp_path: Path, x_acp: str = "", permission_mode: str = "interactive",
          **options: Any) -> AgentSpec:
-    text = f"""
-[agent]
-name = "acp-demo"
-binary = "demo"
-profiles = []
-
-[startup]
-command = ["demo"]
-ready_when = {{ pattern = "^> " }}
-
-[fast_path]
-acp_stdio = ["demo", "acp"]
-
-[pty]
-cols = 80
-rows = 24
-
-[capabilities]
-streaming_output = true
-
-[x-acp]
-{x_acp}
-"""
+    # the argv the connector is given; the manifest's own command is not run here
+    text = acp_manifest_toml("acp-demo", ["demo", "acp"], ready="^> ", x_acp=x_acp)
     manifest = parse_manifest(text, "acp-demo")
     config = SessionConfig(cwd=str(tmp_path), permission_mode=permission_mode)  # type: ignore[arg-type]
     return AgentSpec(name="acp-demo", binding="acp", config=config, argv=("demo", "acp"),

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import trio
 
+from tests.driver_acp.acp_lib import acp_manifest_toml
 from tests.driver_acp.conftest import sdk_python
 from trio_cap.actors.bindings.acp.connector import AUTH_ENV
 from trio_cap.actors.orchestrator import Orchestrator, Session
@@ -49,29 +50,7 @@ def adhoc() -> str:
 def manifest(tmp_path: Path, x_acp: str) -> str:
     """A manifest file for the exerciser with its own ``[x-acp]`` table."""
     path = tmp_path / "exerciser.toml"
-    path.write_text(f"""
-[agent]
-name = "exerciser"
-binary = {json.dumps(command()[0])}
-profiles = []
-
-[startup]
-command = {json.dumps(command())}
-ready_when = {{ pattern = "^never$" }}
-
-[fast_path]
-acp_stdio = {json.dumps(command())}
-
-[pty]
-cols = 80
-rows = 24
-
-[capabilities]
-streaming_output = true
-
-[x-acp]
-{x_acp}
-""")
+    path.write_text(acp_manifest_toml("exerciser", command(), ready="^never$", x_acp=x_acp))
     return str(path)
 
 
