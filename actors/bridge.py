@@ -36,11 +36,11 @@ import trio
 
 from trio_cap.actors.agent.core import CoreEnded, Emit, Emitted
 from trio_cap.actors.agent.script import Script
-from trio_cap.actors.bindings.base import BRIDGED, REFUSAL_MESSAGE, UPDATED_INPUT, TurnEnded
-from trio_cap.actors.bindings.stream_json import agent_policy
+from trio_cap.actors.bindings.base import BRIDGED, TurnEnded
 from trio_cap.actors.bindings.stream_json.agent_argv import AgentOptions
 from trio_cap.actors.connection import Connector
 from trio_cap.actors.orchestrator import Orchestrator, Session, UnknownAgent, open_orchestrator
+from trio_cap.actors.relay import Relay, Verdict
 from trio_cap.actors.session.actor import CommandRefused, SessionEnded
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import (
@@ -65,8 +65,6 @@ from trio_cap.events.kinds import (
     UserInputInject,
 )
 from trio_cap.events.log import EventLog
-
-_WIRE_SHAPED = ("Write", "Edit")
 
 
 class BridgeCore:
@@ -100,16 +98,8 @@ class BridgeCore:
         self._cancel_pending = False
         self._closing = False
         self._failure: str | None = None
-        self._counters: dict[str, int] = {}
-        # local id → the driven agent's id (and, for permissions, the tool when its input
-        # was Claude-shaped, so a rewritten input goes back in the shape it came in)
-        self._permissions: dict[str, tuple[str, str | None]] = {}
-        self._asks: dict[str, str] = {}
-
-    def _id(self, prefix: str) -> str:
-        n = self._counters.get(prefix, 0) + 1
-        self._counters[prefix] = n
-        return f"{prefix}_{n}"
+        self._ids = Relay()
+        """The driven agent's permission and ask ids, renumbered (shared with the fleet face)."""
 
     # ---- frames in -----------------------------------------------------------------
     async def run(self, frames: trio.MemoryReceiveChannel[Event]) -> None:
@@ -189,34 +179,20 @@ class BridgeCore:
                                            "arrived after the session started; ignored")])
 
     async def _decide(self, session: Session, frame: PermissionResponse) -> None:
-        known = self._permissions.pop(frame.req_id, None)
-        if known is None:
-            await self._emit([CapError(code="cap_unknown_permission",
-                                       message=f"nothing waits on {frame.req_id!r}")])
+        verdict = self._ids.decision(frame)
+        if verdict is None:
+            await self._emit([unknown(frame)])
             return
-        remote, wire_tool = known
-        meta = frame.meta or {}
-        updated = meta.get(UPDATED_INPUT)
-        if isinstance(updated, dict) and wire_tool and self.config is not None:
-            updated = agent_policy.to_wire(wire_tool, updated, self.config.cwd)
-        reason = str(meta.get(REFUSAL_MESSAGE) or meta.get("cap.decided_by") or "")
         # a refusal (the agent withdrew the request) is logged in the session's stream,
         # and so reaches the client through the pump
-        await _quietly(session.decide(remote, frame.decision, reason=reason,
-                                      updated_input=updated if isinstance(updated, dict)
-                                      else None))
+        await decide(session, verdict)
 
     async def _answer(self, session: Session, frame: AskUserAnswer) -> None:
-        remote = self._asks.pop(frame.ask_id, None)
-        if remote is None:
-            await self._emit([CapError(code="unknown_ask",
-                                       message=f"nothing waits on {frame.ask_id!r}")])
+        pending = self._ids.answer(frame)
+        if pending is None:
+            await self._emit([unknown(frame)])
             return
-        if await _quietly(session.answer(remote, frame.value)) is None and (
-            frame.value is not None
-        ):
-            # an answer the ask's form refuses must not leave the driven agent waiting
-            await _quietly(session.answer(remote, None))
+        await answer(session, pending.remote, frame.value)
 
     # ---- the session's stream out -----------------------------------------------------
     async def _pump(self, orch: Orchestrator, session: Session,
@@ -268,31 +244,14 @@ class BridgeCore:
             return None  # the bridge announces its own readiness; raw screens are not CAP text
         if isinstance(event, TextChunk) and event.channel == "system":
             return None  # interrupt notices: the agent side writes its own
+        cwd = self.config.cwd if self.config is not None else ""
         if isinstance(event, ToolCallStart):
-            return ToolCallStart(call_id=event.call_id, name=event.name,
-                                 input=self._cap_shape(event.name, event.input)[0],
-                                 meta=event.meta)
+            return self._ids.tool_start(event, cwd)
         if isinstance(event, PermissionRequest):
-            local = self._id("perm")
-            intent, wire_shaped = self._cap_shape(event.tool, event.intent)
-            self._permissions[local] = (event.req_id, event.tool if wire_shaped else None)
-            return PermissionRequest(req_id=local, tool=event.tool, intent=intent,
-                                     scope=event.scope, risk_level=event.risk_level,
-                                     meta=event.meta)
+            return self._ids.permission(event, self.session_id, cwd)
         if isinstance(event, AskUser):
-            local = self._id("ask")
-            self._asks[local] = event.ask_id
-            return AskUser(ask_id=local, prompt=event.prompt, form=event.form,
-                           timeout_seconds=event.timeout_seconds, meta=event.meta)
+            return self._ids.ask(event, self.session_id, cwd)
         return event
-
-    def _cap_shape(self, tool: str, data: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-        """Claude Code's ``Write``/``Edit`` inputs (``file_path`` …) in the brain's CAP shape
-        (``path`` …), which the agent side translates for its client: without this a driven
-        Claude Code's file paths would be lost on the way through."""
-        if tool in _WIRE_SHAPED and "file_path" in data and self.config is not None:
-            return agent_policy.from_wire(tool, data, self.config.cwd), True
-        return data, False
 
     def _ended_reason(self, session: Session) -> str | None:
         """Why the driven session ended, from its terminal event in the log (None: it has
@@ -324,6 +283,27 @@ async def _quietly(command: Any) -> Any:
         return await command
     except (CommandRefused, SessionEnded):
         return None
+
+
+async def decide(session: Session, verdict: Verdict) -> None:
+    """The client's permission answer to the driven session that asked."""
+    await _quietly(session.decide(verdict.to.remote, verdict.decision, reason=verdict.reason,
+                                  updated_input=verdict.updated_input))
+
+
+async def answer(session: Session, ask_id: str, value: Any) -> None:
+    """The client's answer to a driven session's ask."""
+    if await _quietly(session.answer(ask_id, value)) is None and value is not None:
+        # an answer the ask's form refuses must not leave the driven agent waiting
+        await _quietly(session.answer(ask_id, None))
+
+
+def unknown(frame: PermissionResponse | AskUserAnswer) -> CapError:
+    """The error for an answer nothing waits on."""
+    if isinstance(frame, PermissionResponse):
+        return CapError(code="cap_unknown_permission",
+                        message=f"nothing waits on {frame.req_id!r}")
+    return CapError(code="unknown_ask", message=f"nothing waits on {frame.ask_id!r}")
 
 
 def bridge_log_path(agent_log: str | None) -> str | None:
