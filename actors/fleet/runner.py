@@ -60,10 +60,22 @@ class FleetSetupError(Exception):
     """The fleet could not start (working directories, a session); nothing ran."""
 
 
+CLOSE_GRACE = 10.0
+"""Seconds a cancelled run gives its sessions to close before it stops waiting for them."""
+
+
 async def run_fleet(orch: Orchestrator, fleet: Fleet, *,
-                    on_event: Callable[[Envelope], None] | None = None) -> FleetOutcome:
+                    on_event: Callable[[Envelope], None] | None = None,
+                    human: bool = False) -> FleetOutcome:
     """Run ``fleet`` to its end; ``on_event`` sees every envelope the run logs (its
-    sessions' and the fleet's), e.g. to print them."""
+    sessions' and the fleet's), e.g. to print them.
+
+    ``human``: someone answers the members' permission requests and asks that their
+    policy leaves to a person (``ask``, and high risk under ``allow``) through each
+    :class:`Session` (``decide`` / ``answer``) — the fleet face's client.  Without one
+    those are refused, as ``cap fleet run`` does.  A cancelled run closes every session
+    it started (within :data:`CLOSE_GRACE`) and ends the fleet's stream with
+    ``fleet.failed``."""
     if not fleet.task.strip():
         raise FleetSetupError(f"{fleet.source}: no task: give task or task_file in the file, "
                               "or --task")
@@ -72,14 +84,24 @@ async def run_fleet(orch: Orchestrator, fleet: Fleet, *,
                                        fleet.ids)
     except worktrees.WorktreeError as exc:
         raise FleetSetupError(str(exc)) from None
-    shell = _Shell(orch, fleet, on_event)
-    return await shell.run(dirs)
+    shell = _Shell(orch, fleet, on_event, human)
+    try:
+        return await shell.run(dirs)
+    except BaseException:  # cancelled (the face's client, Ctrl-C) or broken: no orphans
+        with trio.CancelScope(shield=True) as scope:
+            scope.deadline = trio.current_time() + CLOSE_GRACE
+            await shell.abandon("stopped before it finished")
+        raise
 
 
 class _Shell:
     def __init__(self, orch: Orchestrator, fleet: Fleet,
-                 on_event: Callable[[Envelope], None] | None) -> None:
+                 on_event: Callable[[Envelope], None] | None, human: bool = False) -> None:
         self.orch = orch
+        self.human = human
+        self.machine: FleetMachine | None = None
+        self.ended = False
+        """Whether the fleet's terminal event is in the log."""
         self.fleet = fleet
         self.stream = fleet_stream(fleet.name)
         self.on_event = on_event
@@ -140,9 +162,10 @@ class _Shell:
                     permissions=member.permissions or fleet.permissions,
                     allow_high_risk=(fleet.allow_high_risk if member.allow_high_risk is None
                                      else member.allow_high_risk),
-                    human=False, budget_usd=member.budget_usd, system_prompt=member.role,
+                    human=self.human, budget_usd=member.budget_usd, system_prompt=member.role,
                     session_id=sid, permissions_chosen=True)
             except Exception as exc:
+                self.ended = True
                 await self.emit(FleetFailed(fleet=fleet.name,
                                             reason=f"session {member.id} did not start: {exc}"))
                 for started in self.sessions.values():
@@ -154,6 +177,17 @@ class _Shell:
                                         member.agent,
                                         cwd=self.workdirs[member.id].path,
                                         budget_usd=member.budget_usd))
+
+    async def abandon(self, reason: str) -> None:
+        """The run was stopped from outside: its sessions closed, its stream ended."""
+        async with trio.open_nursery() as nursery:
+            for session in self.sessions.values():
+                nursery.start_soon(_close, session)
+        if not self.ended:
+            self.ended = True
+            spent = self.machine.spent if self.machine is not None else 0.0
+            await self.emit(FleetFailed(fleet=self.fleet.name, reason=reason,
+                                        spent_usd=round(spent, 10)))
 
     async def _follow(self, from_seq: int) -> None:
         """Every event the members' sessions log, to the machine, in log order."""
@@ -174,6 +208,7 @@ class _Shell:
             if isinstance(output, Emit):
                 if isinstance(output.event, FleetCompleted | FleetFailed):
                     await self._wind_up()
+                    self.ended = True
                     await self.emit(output.event, output.cause)
                 else:
                     await self.emit(output.event, output.cause)
