@@ -35,11 +35,23 @@ def interleaved_rates(fns: dict[str, Callable[[], int]], repeat: int = 5) -> dic
     machine weighs on every contender alike: the ratios between them are
     what the figures are for.
     """
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    counts: dict[str, int] = {}
+    return {name: statistics.median(r) for name, r in interleaved_turns(fns, repeat).items()}
+
+
+def interleaved_turns(fns: dict[str, Callable[[], int]],
+                      repeat: int = 5) -> dict[str, list[float]]:
+    """:func:`interleaved_rates` turn by turn: each ``fn``'s rate in every turn, in order,
+    so a ratio can be read per turn too (its spread says how far the median is to trust)."""
+    rates: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeat):
         for name, fn in fns.items():
             start = time.process_time()
-            counts[name] = fn()
-            times[name].append(time.process_time() - start)
-    return {name: counts[name] / statistics.median(t) for name, t in times.items()}
+            n = fn()
+            rates[name].append(n / (time.process_time() - start))
+    return rates
+
+
+def turn_ratios(turns: dict[str, list[float]], ours: str, theirs: str) -> tuple[float, float]:
+    """The lowest and highest ratio ``ours / theirs`` among the turns of one run."""
+    ratios = [a / b for a, b in zip(turns[ours], turns[theirs], strict=True)]
+    return min(ratios), max(ratios)
