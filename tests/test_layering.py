@@ -47,6 +47,8 @@ MACHINES = (
     "actors/session/policy.py",         # permission policies as pure decisions
     "actors/fleet/machine.py",          # the fleet's routing and budget rules
     "actors/fleet/model.py",            # the fleet file's typed values
+    "actors/fleet/face.py",             # a fleet run seen as one agent (the fleet face)
+    "actors/relay.py",                  # driven sessions' questions, renumbered for a face
     "actors/risk.py",                   # risk rating (a module or, now, a package)
     "actors/risk/*.py",
 )
@@ -220,7 +222,8 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
                      "actors.session.machine",
                      "actors.session.policy", "actors.session.raw_budget",
                      "actors.session.timers", "actors.risk", "actors.risk.*",
-                     "actors.fleet.machine", "actors.fleet.model")),
+                     "actors.fleet.machine", "actors.fleet.model", "actors.fleet.face",
+                     "actors.relay")),
     (3, "shells", ("actors.connection", "actors.ids", "actors.runtime", "actors.gc_tuning",
                    "actors.bindings.process", "actors.bindings.deliver",
                    "actors.bindings.registry", "actors.bindings.inproc",
@@ -234,7 +237,8 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
                    "actors.nodes", "actors.fleet.worktrees")),
     (4, "session actors", ("actors.session.actor", "actors.session.resolve")),
     (5, "orchestrator", ("actors.orchestrator",)),
-    (6, "brains that use the orchestrator", ("actors.bridge", "actors.brains",
+    (6, "brains that use the orchestrator", ("actors.bridge", "actors.fleet_face",
+                                             "actors.brains",
                                              "actors.brains.*",
                                              "actors.bindings.a2a.serve_*",
                                              "actors.replay", "actors.replay.*",
