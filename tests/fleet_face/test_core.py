@@ -130,7 +130,7 @@ async def test_a_fan_out_join_fleet_answers_as_one_agent(tmp_path):
 
 
 async def test_a_denied_request_goes_back_to_the_member_that_asked(tmp_path):
-    client, log = await _serve(tmp_path, make_fleet(tmp_path), answer="deny")
+    _client, log = await _serve(tmp_path, make_fleet(tmp_path), answer="deny")
     assert not (tmp_path / "repo" / ".cap-worktrees" / "en" / "hello.txt").exists()
     (decided,) = [env.event for env in log.read(1, "face.en") if env.kind ==
                   "permission.decided"]
