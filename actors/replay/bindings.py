@@ -3,7 +3,8 @@
 Each entry of :data:`REPLAY_BINDINGS` builds, for one recorded session, the
 same sans-io machine the binding's shell drove, with the ids the shell drew
 (read back from the session's ``frame.out`` events, :func:`recorded_ids`: the
-factory takes that queue and pops from it) and the recorded config.
+factory takes that queue and pops from it), the recorded config and the
+recorded events from the connection's start (for what only the shell knew).
 It answers four calls, mirroring its shell exactly:
 
 * ``open()``: what the shell wrote during its handshake, as frame.out events;
@@ -11,6 +12,9 @@ It answers four calls, mirroring its shell exactly:
   outputs: events, ``TurnEnded``, ``AgentGone``, ``ToAgent``);
 * ``send(frames)`` / ``cancel(scope)``: what the shell wrote for those, as
   frame.out events;
+* ``shell_step(recorded, i)`` (only with ``shell_steps``): a step the shell took
+  with no read (ACP: its sends and served answers are batches of their own),
+  run when the check reaches it; None when ``recorded[i]`` starts none;
 * ``recorder``: the replay's own :class:`~trio_cap.actors.recording.Recorder`
   (time 0), so the Deliverer's frame.out for a ``ToAgent`` is made the same way.
 
@@ -33,6 +37,7 @@ class ReplayBinding(Protocol):
     recorder: Recorder
     decodes: bool
     """True when the machine makes the agent's events from the recorded frames."""
+    shell_steps: bool
 
     def open(self) -> list[FrameOut]: ...
 
@@ -50,7 +55,7 @@ def recorded_ids(recorded: Sequence[Envelope]) -> deque[str]:
                  for i in env.event.ids)  # type: ignore[attr-defined]
 
 
-def _signal(frame: FrameIn) -> list[Any] | None:
+def signal_outputs(frame: FrameIn) -> list[Any] | None:
     """What the shell itself saw (no machine involved): the agent's end, a bare turn end."""
     if frame.signal == "gone":
         return [AgentGone(frame.text or "", frame.exit_code)]
@@ -64,15 +69,17 @@ class InprocReplay:
 
     decodes = False
     """Its agent events are not made from frames: the log's own events are the inputs."""
+    shell_steps = False
 
-    def __init__(self, config: SessionConfig, ids: deque[str]) -> None:
+    def __init__(self, config: SessionConfig, ids: deque[str],
+                 recorded: Sequence[Envelope] = ()) -> None:
         self.recorder = Recorder("inproc", now=lambda: 0.0)
 
     def open(self) -> list[FrameOut]:
         return []
 
     def feed(self, frame: FrameIn) -> list[Any]:
-        return _signal(frame) or []
+        return signal_outputs(frame) or []
 
     def send(self, frames: Sequence[Event]) -> list[FrameOut]:
         return []
@@ -85,8 +92,10 @@ class StreamJsonReplay:
     """The stream-json driver, as :mod:`..bindings.stream_json.connector` drives it."""
 
     decodes = True
+    shell_steps = False
 
-    def __init__(self, config: SessionConfig, ids: deque[str]) -> None:
+    def __init__(self, config: SessionConfig, ids: deque[str],
+                 recorded: Sequence[Envelope] = ()) -> None:
         from trio_cap.actors.bindings.stream_json.driver import StreamJsonDriver
 
         self.recorder = rec = Recorder("stream-json", now=lambda: 0.0)
@@ -100,7 +109,7 @@ class StreamJsonReplay:
         return self.recorder.take_out()
 
     def feed(self, frame: FrameIn) -> list[Any]:
-        signal = _signal(frame)
+        signal = signal_outputs(frame)
         if signal is not None:
             return signal
         if frame.eof:
@@ -120,8 +129,29 @@ class StreamJsonReplay:
         return self.recorder.take_out()
 
 
-REPLAY_BINDINGS: dict[str, Callable[[SessionConfig, deque[str]], ReplayBinding]] = {
+ReplayFactory = Callable[[SessionConfig, deque[str], Sequence[Envelope]], ReplayBinding]
+
+REPLAY_BINDINGS: dict[str, ReplayFactory] = {
     "inproc": InprocReplay,
     "stream-json": StreamJsonReplay,
 }
 """Binding name → its replay machine; a binding that records frames registers here."""
+
+
+def replayable(factory: ReplayFactory | None, recorded: Sequence[Envelope]) -> bool:
+    """Whether ``factory``'s machine can re-make this session's events from its frames (a
+    binding may need something its shell records, and a log from before that lacks it)."""
+    if factory is None or not getattr(factory, "decodes", False):
+        return False
+    check = getattr(factory, "replayable", None)
+    return check is None or bool(check(recorded))
+
+
+def _register_late() -> None:
+    """Bindings whose replay module imports this one (for :func:`signal_outputs`)."""
+    from trio_cap.actors.replay.acp import AcpReplay
+
+    REPLAY_BINDINGS["acp"] = AcpReplay
+
+
+_register_late()

@@ -42,7 +42,12 @@ import attrs
 import msgspec
 
 from trio_cap.actors.bindings.base import AgentBatch, AgentGone, KillAgent, TurnEnded
-from trio_cap.actors.replay.bindings import REPLAY_BINDINGS, InprocReplay, ReplayBinding
+from trio_cap.actors.replay.bindings import (
+    REPLAY_BINDINGS,
+    InprocReplay,
+    ReplayBinding,
+    replayable,
+)
 from trio_cap.actors.session.machine import (
     CancelAgent,
     Close,
@@ -202,10 +207,12 @@ class SessionReplay:
         name = name or self.created.binding
         self.recorded_frames = recorded_frames
         factory = REPLAY_BINDINGS.get(name)
-        self.undecoded = name if recorded_frames and factory is None else None
-        """A binding that recorded frames but has no replay machine in this build: its
-        frames are taken as recorded and the session is checked from its events."""
-        self.framed = recorded_frames and factory is not None and factory.decodes
+        usable = factory is not None and (not factory.decodes or replayable(factory, recorded))
+        self.undecoded = name if recorded_frames and not usable else None
+        """A binding that recorded frames but has no replay machine in this build (or whose
+        log lacks what its machine needs): its frames are taken as recorded and the session
+        is checked from its events."""
+        self.framed = recorded_frames and usable and factory.decodes  # type: ignore[union-attr]
         """The binding's machine made the agent's events from recorded frames (else the
         events themselves are the inputs: in process, or recorded with --record off)."""
         self.complete = complete
@@ -307,10 +314,10 @@ class SessionReplay:
         elif kind is AgentGone:
             self._apply(self.machine.on_agent_gone(message.reason))
 
-    def _deliver(self, outputs: Sequence[Any], received: FrameIn) -> None:
+    def _deliver(self, outputs: Sequence[Any], received: FrameIn | None) -> None:
         """The Deliverer's rules: the step's events in one batch, flushed before a turn end."""
         assert self.binding is not None
-        events: list[Event] = [received]
+        events: list[Event] = [received] if received is not None else []
         for item in outputs:
             if isinstance(item, Event):
                 events.append(item)
@@ -333,10 +340,10 @@ class SessionReplay:
             name = next((e.event.binding for e in self.rec[self.pos:]  # type: ignore[attr-defined]
                          if type(e.event) is SessionStarting), None) or self.created.binding
             # unrecorded (--record off): the agent's events are the inputs, nothing was written
-            factory = REPLAY_BINDINGS.get(name) if self.recorded_frames else None
+            factory = REPLAY_BINDINGS.get(name) if self.framed else None
             factory = factory or InprocReplay  # no machine: frames pass as recorded
             self.binding_name = name
-            self.binding = factory(self.config, self.ids)
+            self.binding = factory(self.config, self.ids, self.rec[self.pos:])
         return self.binding
 
     def _batch_starts_at(self, i: int) -> bool:
@@ -348,7 +355,14 @@ class SessionReplay:
             return True
         if type(ev) is AgentRaw and ev.source == "stderr":  # type: ignore[attr-defined]
             return True
+        if self._shell_steps() and (type(ev) is FrameOut or (
+                type(ev) is CapError and ev.code == "cap_scope_violation")):  # type: ignore[attr-defined]
+            return True  # a step of the shell's own (ACP: a send, a served answer)
         return not self.framed and self._agent_input(i)
+
+    def _shell_steps(self) -> bool:
+        binding = self.binding
+        return self.framed and binding is not None and binding.shell_steps
 
     def _agent_input(self, i: int) -> bool:
         """In process (or unrecorded): whether the event at ``i`` came from the agent."""
@@ -430,6 +444,11 @@ class SessionReplay:
         if kind is AgentRaw and ev.source == "stderr":  # type: ignore[attr-defined]
             self._absorb([ev])  # the shell's own batch (stderr), not the machine's
             return False
+        if (kind is FrameOut or kind is CapError) and self._shell_steps():
+            outputs = self.binding.shell_step(self.rec, i)  # type: ignore[union-attr]
+            if outputs is not None:
+                self._deliver(outputs, None)
+                return False
         if not self.framed and self._agent_input(i):
             self._absorb(self._agent_run(i))  # in process, unrecorded: events are their frames
             return False

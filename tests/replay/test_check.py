@@ -201,14 +201,13 @@ async def test_concurrent_sessions_in_one_log_each_replay_in_their_arrival_order
     assert check_sessions(group_sessions([envs], only), only).sessions == 1
 
 
-def test_a_binding_with_no_replay_machine_is_checked_from_its_events(tmp_path):
-    """ACP records its frames but has no replay machine here yet: --check says so, and still
-    re-runs the session machine on the session's events."""
+def test_cap_agents_acp_binding_replays_through_the_acp_machine(tmp_path):
+    """cap-agent over ACP: its served write and the turn's diff come back from the log."""
     run = cap("run", "--binding", "acp", "--task", "write z.txt: hi\nsome words",
               "--permissions", "allow", "--headless", "--log", "acp.caplog", cwd=tmp_path)
     assert_clean(run, 0)
     assert any(type(e.event) is FrameIn and e.event.binding == "acp"
                for e in read_log(tmp_path / "acp.caplog"))
     checked = cap("replay", "acp.caplog", "--check", cwd=tmp_path, env=NO_AGENTS)
-    assert_clean(checked, 0, "note: this build has no replay machine for acp")
-    assert "the replay produced every recorded event, identically" in checked.stdout
+    assert_clean(checked, 0, "the replay produced every recorded event, identically")
+    assert "no replay machine" not in checked.stdout + checked.stderr

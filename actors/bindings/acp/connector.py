@@ -305,14 +305,17 @@ class AcpConnector:
         options = self.options_for(spec, env)
         timeout = self._timeout(spec)
         fs = FsService(options.cwd, _fs_scope(spec))
+        recorder: Recorder | None = spec.options.get("recorder")
+        if recorder is not None:  # what the machine is built from: a replay builds it again
+            as_logged = msgspec.json.decode(msgspec.json.encode(options))
+            recorder.frame_out({"acp_options": as_logged})
         failure: str | None = None
         try:
             async with spawn_agent(argv, cwd=options.cwd, env=env, binding=BINDING,
                                    grace=self.grace) as agent:
                 machine = AcpClient(options)
                 async with open_task_group() as tasks:
-                    conn = AcpConnection(agent, machine, deliver, fs, tasks, env,
-                                         spec.options.get("recorder"))
+                    conn = AcpConnection(agent, machine, deliver, fs, tasks, env, recorder)
                     tasks.start_soon(conn.read_stderr)
                     tasks.start_soon(conn.read_stdout)
                     failure = await conn.handshake(timeout)
