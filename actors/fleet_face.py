@@ -47,6 +47,7 @@ from trio_cap.events.kinds import (
     CapSessionReady,
     Event,
     PermissionResponse,
+    Plan,
     SessionConfig,
     TextChunk,
     UserInputInject,
@@ -206,6 +207,9 @@ class FleetCore:
             out: list[Emitted] = []
             for env in batch:
                 out += face.observe(env)
+            plans = [i for i, e in enumerate(out) if type(e) is Plan]
+            if len(plans) > 1:  # each is the whole plan: the batch's last says it all
+                out = [e for i, e in enumerate(out) if type(e) is not Plan or i == plans[-1]]
             if out:
                 await self._emit(out)
             progress.at(face.seen)

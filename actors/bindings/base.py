@@ -52,6 +52,14 @@ BRIDGED = "cap.bridged"
 """``_meta`` key on a bridge's ``cap.session.ready``: which agent, binding and session it
 drives (the driven session's id is the stream to read in the bridge's own log)."""
 
+MEMBER = "cap.member"
+"""``_meta`` key of what a fleet face relays (text, tool calls, questions, plan entries):
+the fleet member it comes from, so an agent side can name it to its client."""
+
+CALL_ID = "cap.call_id"
+"""``_meta`` key of a fleet face's ``cap.permission.request``: the relayed tool call it is
+about (members' calls interleave, so the turn's last call need not be its own)."""
+
 RAW_LINE = "script_raw_line"
 """``agent.raw`` reason of a scripted ``raw`` step: the stream-json agent side writes its
 text to stdout as one line, verbatim; everywhere else it is only logged."""

@@ -69,11 +69,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "agent",
         help="be an agent: speak stream-json, pty or ACP with trio-cap's scripted brain",
-        description="Run trio-cap's own agent (the scripted brain, or with --bridge an agent "
-        "trio-cap drives) on this process's stdio, speaking Claude Code's stream-json (the "
-        "Claude Agent SDKs, CAP drivers), a TUI (PTY drivers) or the Agent Client Protocol "
-        "(Zed and other ACP clients: --cap-speak acp), or print its manifest.  Exit code: 0 "
-        "when stdin ends after the last turn, 2 bad usage.",
+        description="Run trio-cap's own agent (the scripted brain, with --bridge an "
+        "agent trio-cap drives, or with --fleet a whole fleet) on this process's stdio, "
+        "speaking Claude Code's stream-json (the Claude Agent SDKs, CAP drivers), a TUI "
+        "(PTY drivers) or the Agent Client Protocol (Zed and other ACP clients: --cap-speak "
+        "acp), or print its manifest.  Exit code: 0 when stdin ends after the last turn, "
+        "2 bad usage (a fleet file with problems included; a fleet that fails ends its "
+        "turn with an error result, not the process).",
     )
     p.add_argument("--cap-manifest", action="store_true",
                    help="print this agent's manifest (TOML) and exit")
@@ -87,6 +89,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "ad-hoc spec such as stream-json:CMD) and speak for it")
     p.add_argument("--binding", metavar="B",
                    help="with --bridge: the binding to drive AGENT over (default: its best)")
+    p.add_argument("--fleet", metavar="FLEET",
+                   help="instead of the scripted brain, be a whole fleet (a fleet.toml or "
+                   ".yaml): each prompt is the fleet's task, its plan and members' output "
+                   "stream as this agent's, members' questions are asked of the client "
+                   "(stream-json or acp; see docs/fleets.md \"Fleet as an agent\")")
     p.add_argument("--log", metavar="FILE",
                    help="record the agent's events in this file log (default: in memory)")
     p.add_argument("--fsync", choices=FSYNC_POLICIES, default="batch",
@@ -155,6 +162,9 @@ def agent_command(args: argparse.Namespace) -> int:
     if not args.cap_speak:
         raise UsageError("cap agent: give --cap-speak stream-json, pty or acp "
                          "(or --cap-manifest)")
+    if args.fleet and (args.bridge or args.script):
+        raise UsageError("--fleet runs the agents its file names: drop "
+                         f"{'--bridge' if args.bridge else '--script'}")
     if args.cap_speak == "pty":
         return run_tui(args)
     if args.cap_speak == "acp":
@@ -171,7 +181,7 @@ def agent_command(args: argparse.Namespace) -> int:
         partial_messages=args.include_partial_messages, session_id=args.session_id,
         resume=args.resume, input_format=args.input_format, output_format=args.output_format,
         script=args.script, bridge=args.bridge, bridge_binding=args.binding,
-        log=args.log, fsync=args.fsync,
+        fleet=args.fleet, log=args.log, fsync=args.fsync,
         diff_every=args.transcript_diff_every, diff_interval=args.transcript_diff_interval,
         workspace_diff=not args.no_workspace_diff, transcript_file=args.transcript_file,
     )
@@ -184,8 +194,9 @@ def run_tui(args: argparse.Namespace) -> int:
 
     from trio_cap.actors.bindings.pty.tui_shell import NotATerminal, TuiOptions, serve_tui
 
-    if args.bridge:
-        raise UsageError("--bridge speaks stream-json only; drop --cap-speak pty")
+    if args.bridge or args.fleet:
+        raise UsageError(f"{'--bridge' if args.bridge else '--fleet'} speaks stream-json or "
+                         "acp; drop --cap-speak pty")
     if args.tui_drop_enters < 0:
         raise UsageError("--tui-drop-enters: expected 0 or more")
     bypass = args.dangerously_skip_permissions or args.permission_mode == "bypassPermissions"
@@ -225,6 +236,10 @@ def run_agent(options: AgentOptions) -> int:
         raise UsageError(f"--input-format {options.input_format}: expected stream-json or text")
     if options.bridge_binding and not options.bridge:
         raise UsageError("--binding is only meaningful with --bridge AGENT")
+    if options.fleet and (options.bridge or options.script):
+        raise UsageError("--fleet runs the agents its file names: drop "
+                         f"{'--bridge' if options.bridge else '--script'}")
+    fleet = _fleet(options.fleet) if options.fleet else None
     if options.fsync not in FSYNC_POLICIES:
         raise UsageError(f"--fsync {options.fsync}: expected one of {', '.join(FSYNC_POLICIES)}")
     script = brain_script(options.script)
@@ -242,6 +257,10 @@ def run_agent(options: AgentOptions) -> int:
         from trio_cap.actors.bridge import bridge_core
 
         make_core = bridge_core(options, script)
+    elif fleet is not None:
+        from trio_cap.actors.fleet_face import fleet_core
+
+        make_core = fleet_core(fleet, log=_fleet_log(fleet, options.log))
     return trio.run(functools.partial(serve, options, log, script=script, make_core=make_core))
 
 
@@ -276,9 +295,17 @@ def run_acp_agent(args: argparse.Namespace) -> int:
         system_prompt=prompt, max_turns=args.max_turns,
         budget_usd=args.budget_usd, agent_version=__version__, bridged=args.bridge)
     script = brain_script(args.script)
+    fleet = _fleet(args.fleet) if args.fleet else None
     log = _open_log(args.log, args.fsync)
     make_core = None
-    if args.bridge:  # the bridge runs an orchestrator; a plain agent start needs none
+    if fleet is not None:
+        from trio_cap.actors.fleet_face import FleetCore
+
+        def make_core(emit, session_id):  # type: ignore[no-untyped-def]
+            # one fleet log per ACP session: each session runs the fleet on its own
+            return FleetCore(fleet, emit, session_id=session_id,
+                             log=_fleet_log(fleet, args.log, session_id))
+    elif args.bridge:  # the bridge runs an orchestrator; a plain agent start needs none
         from trio_cap.actors.bridge import BridgeCore, bridge_log_path
 
         base = bridge_log_path(args.log)
@@ -292,6 +319,30 @@ def run_acp_agent(args: argparse.Namespace) -> int:
                               log=path, script=script)
 
     return trio.run(functools.partial(serve, settings, log, script=script, make_core=make_core))
+
+
+def _fleet(path: str):  # type: ignore[no-untyped-def]
+    """``--fleet FLEET`` loaded and checked (agents resolved): every problem is exit 2."""
+    from trio_cap.actors.cli.fleet_cmd import load_checked
+
+    return load_checked(path)
+
+
+def _fleet_log(fleet, agent_log: str | None,  # type: ignore[no-untyped-def]
+               session_id: str | None = None) -> str:
+    """Where the fleet's runs are logged: beside ``--log`` (``run.caplog`` →
+    ``run.fleet.caplog``), else where ``cap fleet run`` logs, so that ``cap fleet clean``
+    finds the worktrees the face's runs made; said on stderr (stdout is the protocol)."""
+    from trio_cap.actors.cli.fleet_cmd import default_log
+    from trio_cap.actors.fleet_face import fleet_log_path
+
+    path = fleet_log_path(agent_log) or default_log(fleet)
+    if session_id is not None:
+        root, ext = os.path.splitext(path)
+        path = f"{root}.{session_id}{ext}"
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    print(f"cap agent: fleet {fleet.name} logs to {path}", file=sys.stderr, flush=True)
+    return path
 
 
 def _open_log(path: str | None, fsync: str):  # type: ignore[no-untyped-def]

@@ -79,7 +79,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     fleet.set_defaults(func=lambda _args: (fleet.print_help(), EXIT_USAGE)[1])
 
 
-def _load(path: str, task: str | None = None):
+def load_checked(path: str, task: str | None = None):
+    """The fleet file, every problem of it (agents resolved too) a usage error."""
     from trio_cap.actors.fleet import FleetInvalid, check_agents, load_fleet
 
     try:
@@ -93,7 +94,7 @@ def _load(path: str, task: str | None = None):
 
 
 def validate_command(args: argparse.Namespace) -> int:
-    fleet = _load(args.fleet)
+    fleet = load_checked(args.fleet)
     print(f"{args.fleet}: ok: fleet {fleet.name}, {len(fleet.sessions)} sessions, "
           f"{len(fleet.routes)} routes, {len(fleet.plan)} plan entries")
     return EXIT_OK
@@ -110,7 +111,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     if args.task is not None and not args.task.strip():
         raise UsageError("--task: the task is empty")
-    fleet = _load(args.fleet, task=args.task)
+    fleet = load_checked(args.fleet, task=args.task)
     if not fleet.task.strip():
         raise UsageError(f"{args.fleet}: no task: give task or task_file in the file, or --task")
     path = args.log or default_log(fleet)

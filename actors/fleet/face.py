@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trio_cap.actors.bindings.base import CALL_ID, MEMBER
 from trio_cap.actors.relay import Relay
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import (
@@ -75,10 +76,6 @@ from trio_cap.events.kinds import (
     Usage,
 )
 
-MEMBER = "cap.member"
-CALL_ID = "cap.call_id"
-"""On a relayed permission request: the relayed id of the tool call it is about (members'
-calls interleave, so "the last call" of the face is not necessarily this one's)."""
 ASSIGNED_TO = "cap.assigned_to"
 SUMMARY = 80
 """Characters of a message's first line in its plan entry."""

@@ -66,6 +66,8 @@ class AgentOptions:
     bridge: str | None = None
     """``--bridge AGENT``: drive AGENT through trio-cap and speak for it (the bridge brain)."""
     bridge_binding: str | None = None
+    fleet: str | None = None
+    """``--fleet FLEET``: run the fleet file per prompt and speak for it (the fleet face)."""
     log: str | None = None
     fsync: str = "batch"
     transcript_file: str | None = None
@@ -220,6 +222,8 @@ def _valued(opts: AgentOptions, flag: str, value: str) -> None:
             opts.bridge = value
         case "--binding":
             opts.bridge_binding = value
+        case "--fleet":
+            opts.fleet = value
         case "--log":
             opts.log = value
         case "--fsync":
@@ -239,7 +243,7 @@ _VALUED = {
     "--append-system-prompt", "--append-system-prompt-file", "--max-turns", "--max-budget-usd",
     "--permission-mode", "--permission-prompt-tool", "--allowedTools", "--allowed-tools",
     "--disallowedTools", "--disallowed-tools", "--tools", "--session-id", "--resume", "-r",
-    "--script", "--bridge", "--binding", "--log", "--fsync", "--transcript-diff-every",
+    "--script", "--bridge", "--binding", "--fleet", "--log", "--fsync", "--transcript-diff-every",
     "--transcript-file",
     "--transcript-diff-interval",
     "--fallback-model", "--add-dir", "--mcp-config", "--settings", "--setting-sources",

@@ -75,7 +75,7 @@ from typing import Any
 
 import msgspec
 
-from trio_cap.actors.bindings.base import DECIDED_BY, RAW_LINE
+from trio_cap.actors.bindings.base import CALL_ID, DECIDED_BY, MEMBER, RAW_LINE
 from trio_cap.actors.bindings.stream_json import agent_policy as policy
 from trio_cap.actors.bindings.stream_json import agent_replies as replies
 from trio_cap.actors.bindings.stream_json import agent_tools as tools
@@ -154,6 +154,10 @@ class AgentSide:
         self.mode = options.permission_mode
         self.model = options.model
         self.builder = MessageBuilder(new_id, session_id, partial=options.partial_messages)
+        self._speaker: object = None
+        """Who the last text came from (``_meta`` ``cap.member`` of a fleet face's member;
+        None: the agent itself): another speaker's text starts a new API message, so each
+        member's words are messages of their own and the face's answer is the result's."""
         self.diffs = TranscriptDiffs(options.diff_every)
         self.config: SessionConfig | None = None
         self._config_frame: f.CapSessionConfig | None = None
@@ -389,8 +393,11 @@ class AgentSide:
         turn = self._turn
         match event:
             case TextChunk():
-                return self._frames(self.builder.text(event.text,
-                                                      thinking=event.channel == "thought"))
+                speaker = (event.meta or {}).get(MEMBER)
+                ended = [] if speaker == self._speaker else self.builder.end_message()
+                self._speaker = speaker
+                return self._frames(ended + self.builder.text(
+                    event.text, thinking=event.channel == "thought"))
             case Thought():
                 return self._frames(self.builder.text(event.text, thinking=True))
             case ToolCallStart() if turn is not None:
@@ -399,8 +406,11 @@ class AgentSide:
                 turn.calls[event.call_id] = turn.last_call = call
                 return self._frames(self.builder.tool_use(call.tool_use_id, event.name, wire))
             case PermissionRequest() if turn is not None:
-                call = turn.last_call or Call(tool_use_id(self.new_id), event.tool,
-                                              event.intent, dict(event.intent))
+                # the call it is about: named when calls of several agents interleave (a
+                # fleet face's members), else the turn's last
+                named = turn.calls.get(str((event.meta or {}).get(CALL_ID)))
+                call = named or turn.last_call or Call(tool_use_id(self.new_id), event.tool,
+                                                       event.intent, dict(event.intent))
                 return self._permission(event, turn, call)
             case ToolCallEnd() if turn is not None and event.call_id in turn.calls:
                 return self._tool_end(event, turn)
@@ -441,9 +451,10 @@ class AgentSide:
         request_id = self.new_id()
         self._prompts[request_id] = Prompt(request_id, "permission", event.req_id, call)
         command = event.intent.get("command")
+        member = (event.meta or {}).get(MEMBER)
         return [self._control_send(tools.can_use_tool(
             request_id, call, command if isinstance(command, str) and command else None,
-            risk=event.risk_level))]
+            risk=event.risk_level, agent_id=member if isinstance(member, str) else None))]
 
     def _deny(self, req_id: str, turn: Turn, call: Call, message: str,
               by: str) -> list[Effect]:

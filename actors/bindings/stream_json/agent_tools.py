@@ -29,14 +29,17 @@ _TODO_STATUS = {"in_progress": "in_progress", "completed": "completed", "cancell
 
 
 def can_use_tool(request_id: str, call: Call, description: str | None = None,
-                 risk: str | None = None) -> f.ControlRequest:
+                 risk: str | None = None, agent_id: str | None = None) -> f.ControlRequest:
     """The ``can_use_tool`` request that asks the client about ``call``; ``risk`` is this
     agent's own rating of it (``_meta["cap.agent_risk"]``): a claim a CAP driver logs and
-    passes on, never one it trusts."""
+    passes on, never one it trusts.  ``agent_id`` names the sub-agent that asks (a fleet
+    face's member), where Claude Code names its subagents: the SDKs hand it to the
+    callback (``ToolPermissionContext.agent_id``)."""
     request = f.CanUseTool(tool_name=call.name, display_name=call.name, input=call.wire,
                            tool_use_id=call.tool_use_id, permission_suggestions=[],
                            blocked_path=policy.blocked_path(call.name, call.wire),
-                           description=description,
+                           description=description, agent_id=agent_id,
+                           title=f"{agent_id}: {call.name}" if agent_id else None,
                            meta={AGENT_RISK: risk} if risk else None)
     return f.ControlRequest(request_id=request_id, request=request)
 
