@@ -16,15 +16,17 @@ policy leaves to a person is asked of the client, renumbered by the same
 The turn ends when the fleet does: with the fleet's answer (the last member turn's
 final text) and every member's usage, or with why it failed.
 
-A second prompt runs the fleet again under the name ``<fleet>-<n>`` (its own streams
-and branches); its working directories must be free (``cap fleet clean``), as for any
-run.
+A later run (the next prompt, or another session of the same orchestrator) is named
+``<fleet>-<n>`` (its own streams, session ids and branches); its working directories
+must be free (``cap fleet clean``), as for any run, so with worktrees one run of a fleet
+file works at a time.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 
@@ -171,7 +173,7 @@ class FleetCore:
     async def _run_once(self, orch: Orchestrator, text: str) -> None:
         """One prompt: one run of the fleet, relayed; ends with exactly one turn end."""
         self._runs += 1
-        name = self.fleet.name if self._runs == 1 else f"{self.fleet.name}-{self._runs}"
+        name = _claim(orch, self.fleet.name)
         fleet = attrs.evolve(self.fleet, task=text, name=name)
         face = FaceMachine(self._ids, name)
         from_seq = orch.log.last_seq + 1
@@ -213,6 +215,21 @@ class FleetCore:
             if out:
                 await self._emit(out)
             progress.at(face.seen)
+
+
+_CLAIMED: weakref.WeakKeyDictionary[Orchestrator, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _claim(orch: Orchestrator, base: str) -> str:
+    """A fleet name no run in ``orch`` has used (its log, or a run starting now): ``base``,
+    then ``base-2`` …, so every run's streams, session ids and branches are its own."""
+    claimed = _CLAIMED.setdefault(orch, set())
+    name, n = base, 1
+    while name in claimed or orch.log.read(1, f"fleet:{name}"):
+        n += 1
+        name = f"{base}-{n}"
+    claimed.add(name)
+    return name
 
 
 class _Progress:

@@ -59,8 +59,18 @@ def turn_slots() -> trio.CapacityLimiter:
         return slots
 
 
+CoreFactory = Callable[[Callable[[Sequence[Emitted]], Awaitable[None]], str], Any]
+"""``make_core(emit, session_id)``: a core other than the scripted brain (the fleet face)."""
+
+
 class InprocConnector:
-    binding = "inproc"
+    """``make_core`` puts another core where the scripted brain sits (``cap serve a2a
+    --fleet`` registers one under the binding name ``fleet``); it gets the same frames and
+    its end is the agent's end, as the brain's is."""
+
+    def __init__(self, make_core: CoreFactory | None = None, binding: str = "inproc") -> None:
+        self.make_core = make_core
+        self.binding = binding
 
     @asynccontextmanager
     async def open(
@@ -73,8 +83,10 @@ class InprocConnector:
         emit: Callable[[Sequence[Emitted]], Awaitable[None]] = Deliverer(deliver)
         if recorder is not None:
             emit = _recording(emit, recorder)
-        core = AgentCore(ScriptedBrain(script), emit, session_id=spec.options.get(
-            "agent_session_id", "cap-agent"), turn_slots=turn_slots())
+        agent_session_id = spec.options.get("agent_session_id", "cap-agent")
+        core = (AgentCore(ScriptedBrain(script), emit, session_id=agent_session_id,
+                          turn_slots=turn_slots()) if self.make_core is None
+                else self.make_core(emit, agent_session_id))
 
         async def serve() -> None:
             reason = "the agent ended the session"

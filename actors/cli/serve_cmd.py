@@ -1,4 +1,5 @@
-"""``cap serve a2a``: publish a locally driven agent as an A2A peer (CAP core §11.2).
+"""``cap serve a2a``: publish a locally driven agent, or a whole fleet behind one agent face
+(``--fleet``, :mod:`trio_cap.actors.fleet_face`), as an A2A peer (CAP core §11.2).
 
 Every failure before the server listens is one line and exit 2 (bad usage, an
 unusable token file, an agent that cannot be resolved, a non-loopback address
@@ -24,8 +25,9 @@ from trio_cap.actors.cli.common import (
 )
 
 _DESCRIPTION = """\
-Publish an agent as an A2A peer: every A2A conversation (contextId) is one
-trio-cap session of the agent, started through the orchestrator and logged
+Publish an agent (or, with --fleet, a whole fleet) as an A2A peer: every A2A
+conversation (contextId) is one trio-cap session of the agent, started
+through the orchestrator and logged
 like `cap run` (--log, default .cap/runs/<run-id>.caplog; contextId = the
 session id), and every task is one turn of it.
 
@@ -46,6 +48,16 @@ session id), and every task is one turn of it.
                 (a PTY agent's screen bytes, logged within the session's raw
                 output budget)
 
+a fleet       --fleet FLEET publishes the whole fleet as one agent (the card
+                has the fleet's name): a message runs the fleet with its text as
+                the task; the task streams the fleet's plan (a cap.plan data
+                part), each member's text (starting "[member] ") and the
+                fleet's answer; what a member's policy leaves to a person (ask,
+                high risk) makes the task input-required, the request's _meta
+                "cap.member" naming the member; the fleet's events are in the
+                same log (streams fleet:<name> and <name>.<member>).  A failed
+                fleet fails the task.  --cwd defaults to the fleet's repo.
+
 security:
   --token-file F  accept only `Authorization: Bearer TOKEN` with a token from
                   F (one per line: TOKEN, or NAME TOKEN; # comments). Each
@@ -58,17 +70,18 @@ security:
 exit codes:
   0    stopped by SIGTERM      130  stopped by Ctrl-C (SIGINT)
   1    the log could not be written
-  2    bad usage: --fleet (needs fleets), an unknown agent, an unusable token
-       file, a non-loopback address without a token, an address in use
+  2    bad usage: an unknown agent, a fleet file with problems, an unusable
+       token file, a non-loopback address without a token, an address in use
 """
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    serve = sub.add_parser("serve", help="publish an agent over A2A",
+    serve = sub.add_parser("serve", help="publish an agent or a fleet over A2A",
                            description="Publish agents to other orchestrators and clients.")
     serve.set_defaults(func=lambda _args: (serve.print_help(), 2)[1])
     protocols = serve.add_subparsers(dest="serve_protocol", metavar="PROTOCOL")
-    a2a = protocols.add_parser("a2a", help="publish an agent as an A2A peer (HTTP + SSE)",
+    a2a = protocols.add_parser("a2a", help="publish an agent or a fleet as an A2A peer "
+                               "(HTTP + SSE)",
                                description=_DESCRIPTION,
                                formatter_class=argparse.RawDescriptionHelpFormatter)
     a2a.add_argument("--listen", required=True, metavar="HOST:PORT",
@@ -79,8 +92,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="the agent to publish: a manifest name or path (see `cap manifest "
                       "list`), or an ad-hoc spec such as stream-json:CMD")
     what.add_argument("--fleet", metavar="FLEET",
-                      help="publish a whole fleet (not in this build: a fleet has no single "
-                      "agent face yet; refused with exit 2)")
+                      help="publish a whole fleet (a fleet.toml or .yaml) as one agent: "
+                      "each task runs the fleet with the message as its task (see above)")
     a2a.add_argument("--token-file", metavar="F", help="bearer tokens (see above)")
     a2a.add_argument("--binding", metavar="B", help="use only this binding for the agent")
     a2a.add_argument("--permissions", choices=("ask", "allow", "deny"), default="ask",
@@ -142,10 +155,16 @@ def serve_a2a(args: argparse.Namespace) -> int:
     from trio_cap.actors.ids import run_id
     from trio_cap.actors.model_server.server import parse_listen
 
+    fleet = None
     if args.fleet is not None:
-        raise UsageError(f"--fleet {args.fleet}: publishing a fleet is not in this build yet "
-                         "(a fleet has no single agent face); publish one agent with --agent, "
-                         "or run the fleet with `cap fleet run`")
+        from trio_cap.actors.cli.fleet_cmd import load_checked
+
+        for flag, value in (("--binding", args.binding), ("--script", args.script),
+                            ("--model", args.model)):
+            if value:
+                raise UsageError(f"{flag} does not go with --fleet: the fleet file says each "
+                                 "member's agent, binding, script and model")
+        fleet = load_checked(args.fleet)
     try:
         host, port = parse_listen(args.listen)
     except ValueError as exc:
@@ -160,11 +179,13 @@ def serve_a2a(args: argparse.Namespace) -> int:
                         ("--max-request-bytes", args.max_request_bytes)):
         if value < 1:
             raise UsageError(f"{flag} {value}: must be at least 1")
-    cwd = os.path.abspath(args.cwd or ".")
+    # a fleet face's questions name paths in the members' worktrees, under the fleet's repo
+    cwd = os.path.abspath(args.cwd or (fleet.repo if fleet is not None else "."))
     if not os.path.isdir(cwd):
         raise UsageError(f"--cwd {cwd}: not a directory")
     script = brain_script(args.script)
-    agent = trio.run(_resolve, args.agent, args.binding)
+    agent = (trio.run(_resolve, args.agent, args.binding) if fleet is None
+             else trio.run(_fleet_face, fleet))
     try:
         bound = bind(host, port)  # before the log exists: a refusal leaves nothing behind
     except ListenError as exc:
@@ -172,11 +193,24 @@ def serve_a2a(args: argparse.Namespace) -> int:
     log_path = args.log or os.path.join(".cap", "runs", f"{run_id()}.caplog")
     log = open_log(log_path, args.fsync)
     print(f"cap serve a2a: logging to {log_path}", file=sys.stderr, flush=True)
-    return trio.run(_serve, args, agent, log, bound, tokens, cwd, script)
+    return trio.run(_serve, args, agent, log, bound, tokens, cwd, script, fleet)
+
+
+async def _fleet_face(fleet):  # type: ignore[no-untyped-def]
+    """The published agent of ``--fleet``: trio-cap's own manifest under the fleet's name,
+    run in process by the fleet face (the binding ``fleet``)."""
+    import attrs
+
+    from trio_cap.actors.orchestrator import resolve
+
+    own = await resolve("cap-agent")
+    manifest = own.manifest
+    return attrs.evolve(own, manifest=attrs.evolve(manifest, agent=attrs.evolve(
+        manifest.agent, name=fleet.name)))
 
 
 async def _serve(args: argparse.Namespace, agent, log, bound,
-                 tokens: dict[str, str] | None, cwd: str, script) -> int:
+                 tokens: dict[str, str] | None, cwd: str, script, fleet=None) -> int:
     from trio_cap.actors.bindings.a2a.frames import CURRENT, DRAFT
     from trio_cap.actors.bindings.a2a.serve_server import open_a2a_server
     from trio_cap.actors.bindings.a2a.serve_sessions import SessionOptions
@@ -186,7 +220,8 @@ async def _serve(args: argparse.Namespace, agent, log, bound,
     from trio_cap.actors.session.timers import Timeouts
 
     spellings = {"both": (CURRENT, DRAFT), "1.0": (CURRENT,), "0.3": (DRAFT,)}[args.a2a_version]
-    options = SessionOptions(binding=args.binding, cwd=cwd, model=args.model, script=script,
+    options = SessionOptions(binding="fleet" if fleet is not None else args.binding, cwd=cwd,
+                             model=args.model, script=script,
                              permissions=args.permissions,
                              allow_high_risk=args.allow_high_risk,
                              max_sessions=args.max_sessions,
@@ -198,6 +233,16 @@ async def _serve(args: argparse.Namespace, agent, log, bound,
             # a PTY agent's screen bytes are logged (within the session's raw output
             # budget) so that subscribers asking for them (include_raw) can have them
             orch.connectors["pty"] = PtyConnector(raw_bytes=True)
+            if fleet is not None:
+                # each conversation is a session whose agent is the fleet face: its runs are
+                # logged in this orchestrator's log, beside the conversations' own events
+                from trio_cap.actors.bindings.inproc import InprocConnector
+                from trio_cap.actors.fleet_face import FleetCore
+
+                def face(emit, session_id):  # type: ignore[no-untyped-def]
+                    return FleetCore(fleet, emit, session_id=session_id, orch=orch)
+
+                orch.connectors["fleet"] = InprocConnector(make_core=face, binding="fleet")
             async with open_a2a_server(orch, agent, bound=bound, tokens=tokens,
                                        options=options, spellings=spellings,
                                        public_url=args.public_url,

@@ -74,3 +74,30 @@ rounds = 1
 join = {{ from = ["en", "fr"], to = "lead" }}
 """)
     return path
+
+
+def make_pipeline(tmp_path: Path, name: str = "duo") -> Path:
+    """A two-agent fleet: ``en`` writes (policy ``ask``), then ``fr`` gets its result and
+    writes its own; worktrees in a fresh git repo."""
+    path = make_fleet(tmp_path, name=name)
+    path.write_text(f"""\
+name = "{name}"
+repo = "repo"
+worktrees = "git"
+permissions = "allow"
+
+[[session]]
+id = "en"
+binding = "inproc"
+script = "scripts/en.toml"
+permissions = "ask"
+
+[[session]]
+id = "fr"
+binding = "inproc"
+script = "scripts/fr.toml"
+
+[[route]]
+pipeline = ["en", "fr"]
+""")
+    return path

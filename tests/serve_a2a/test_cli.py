@@ -50,10 +50,12 @@ def test_a_non_loopback_address_without_a_token_is_refused(tmp_path: Path) -> No
     assert not (tmp_path / ".cap").exists()  # refused before any log was made
 
 
-def test_fleet_is_refused_in_one_line_saying_what_to_use(tmp_path: Path) -> None:
+def test_a_missing_fleet_file_is_refused_in_one_line(tmp_path: Path) -> None:
+    """(A published fleet itself: tests/fleet_face/test_a2a_sdk.py.)"""
     result = run_cap(["serve", "a2a", "--listen", "127.0.0.1:0", "--fleet", "f.toml"],
                      tmp_path)
-    one_line_refusal(result, "--fleet", "cap fleet run")
+    one_line_refusal(result, "f.toml")
+    assert not (tmp_path / ".cap").exists()  # refused before any log was made
 
 
 @pytest.mark.parametrize(("content", "needle"), [
