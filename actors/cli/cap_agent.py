@@ -50,6 +50,9 @@ trio-cap flags:
   --script F                     script file (TOML) for the scripted brain
   --bridge AGENT [--binding B]   drive AGENT (name, manifest path, stream-json:CMD …)
                                  through trio-cap and speak for it instead of the brain
+  --fleet FLEET                  be a whole fleet (fleet.toml/.yaml) instead of the brain:
+                                 each prompt is its task; members' text, plan and
+                                 permission requests (agent_id = the member) stream here
   --log FILE                     record the agent's events in this file log
   --fsync always|batch|never     log durability (default batch)
   --transcript-diff-every N      a transcript diff every N logged events (default 1000)
