@@ -75,6 +75,7 @@ TRIO_CAP_CODES: dict[str, str] = {
     "a2a_unreachable": "The A2A agent could not be reached",
     "a2a_timeout": "The A2A agent did not answer, or its stream fell silent, within the timeout",
     "a2a_stream_lost": "An A2A stream broke and could not be resumed (resubscribe failed)",
+    "fleet_failed": "A fleet behind one agent face (cap agent --fleet) did not complete",
 }
 """trio-cap's own string codes, used where CAP defines none."""
 

@@ -14,7 +14,7 @@ import httpx
 import trio
 from google.protobuf.json_format import MessageToDict
 
-from tests.fleet_face.helpers import git, make_pipeline
+from tests.fleet_face.helpers import FAILS, git, make_pipeline
 from tests.serve_a2a.conftest import (
     BOUND,
     ids_of,
@@ -96,3 +96,25 @@ async def test_the_a2a_sdk_drives_a_published_fleet(tmp_path: Path, spelling: st
     face = [env.kind for env in events.read(1, context)]  # the conversation's own session
     assert face[0] == "session.created" and {"cap.plan", "cap.permission.request"} <= set(face)
     assert "cap/duo/fr" in git(repo, "branch", "--list", "cap/duo/*")
+
+
+async def test_a_published_fleet_that_fails_fails_the_task(tmp_path: Path) -> None:
+    fleet = make_pipeline(tmp_path)
+    (tmp_path / "scripts" / "fr.toml").write_text(FAILS)
+    text = fleet.read_text().replace('permissions = "ask"\n', "")
+    fleet.write_text(text)
+    async with serving(["--fleet", str(fleet), "--log", str(tmp_path / "s.caplog")],
+                       tmp_path) as (proc, url):
+        async def flow():
+            client = await sdk_client(url)
+            events = [ev async for ev in client.send_message(user_message("greet"))]
+            await client.close()
+            return events
+
+        events = await in_thread(flow)
+        proc.send_signal(signal.SIGTERM)
+        with trio.fail_after(BOUND):
+            assert await proc.wait() == 0
+    assert last_state(events) == "TASK_STATE_FAILED"
+    errors = [d for d in data_parts(events) if d.get("kind") == "cap.error"]
+    assert any(e["code"] == "fleet_failed" and "fr" in e["message"] for e in errors), errors

@@ -17,6 +17,7 @@ from trio_cap.actors.bindings.base import TurnEnded
 from trio_cap.actors.fleet import load_fleet
 from trio_cap.actors.fleet_face import FLEET, FleetCore
 from trio_cap.events.kinds import (
+    Cancel,
     CapError,
     CapSessionReady,
     ContentBlock,
@@ -142,3 +143,26 @@ async def test_a_fleet_that_fails_ends_the_turn_with_an_error(tmp_path):
     (error,) = [e for e in client.of(CapError) if e.code == "fleet_failed"]
     assert "fr" in error.message
     assert client.out[-1] == TurnEnded("error")
+
+
+async def test_a_cancel_stops_the_run_and_closes_its_sessions(tmp_path):
+    client = Client()
+    log = MemoryEventLog()
+    core = FleetCore(load_fleet(make_fleet(tmp_path)), client.emit, session_id="face-1",
+                     log=log)
+    with trio.fail_after(SECONDS):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(core.run, client.recv)
+            await client.send.send(SessionConfig(cwd=str(tmp_path / "repo")))
+            await client.send.send(UserInputInject(content=(ContentBlock(text="greet"),)))
+            await client.wait(lambda out: any(isinstance(e, PermissionRequest) for e in out))
+            await client.send.send(Cancel())
+            await client.wait(lambda out: any(isinstance(e, TurnEnded) for e in out))
+            await client.send.aclose()
+    assert client.out[-1] == TurnEnded("cancelled")
+    assert not (tmp_path / "repo" / ".cap-worktrees" / "en" / "hello.txt").exists()
+    (ended,) = [env.event for env in log.read(1, "fleet:face") if env.kind == "fleet.failed"]
+    assert ended.reason == "stopped before it finished"
+    for member in ("lead", "en", "fr"):
+        kinds = [env.kind for env in log.read(1, f"face.{member}")]
+        assert kinds[-1] in ("session.completed", "session.cancelled"), (member, kinds[-1])
