@@ -24,7 +24,7 @@ Time is the connection's monotonic clock (Trio's, injected in tests).
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import trio
@@ -33,7 +33,8 @@ from trio_cap.events.kinds import FrameIn, FrameOut
 
 RecordMode = Literal["off", "frames", "raw"]
 RECORD_MODES: tuple[str, ...] = ("off", "frames", "raw")
-"""``off``: no frame events; ``frames``: every wire frame; ``raw``: also raw terminal bytes."""
+"""``off``: no frame events; ``frames``: every wire frame (a PTY's reads and timer steps
+included); ``raw``: also the ``cap.pty.raw_bytes`` events a subscriber would see."""
 
 
 def _bytes_fields(data: bytes) -> dict[str, str]:
@@ -83,6 +84,15 @@ class Recorder:
     def gone(self, reason: str, exit_code: int | None) -> FrameIn:
         return FrameIn(binding=self.binding, t=self._now(), signal="gone", text=reason,
                        exit_code=exit_code)
+
+    def step_in(self, t: float, data: bytes | None = None, *, signal: str | None = None,
+                text: str | None = None, frame: Any = None, exit_code: int | None = None,
+                ids: Sequence[str] = ()) -> FrameIn:
+        """One step of a machine stepped at a time the shell chose (PTY): bytes read at
+        ``t``, or a ``signal`` step (see :class:`~trio_cap.events.kinds.FrameIn`)."""
+        fields: dict[str, Any] = _bytes_fields(data) if data is not None else {"text": text}
+        return FrameIn(binding=self.binding, t=t, signal=signal, frame=frame,
+                       exit_code=exit_code, ids=tuple(ids), **fields)
 
     def turn_ended(self, stop_reason: str) -> FrameIn:
         return FrameIn(binding=self.binding, t=self._now(), signal="turn_ended",

@@ -198,6 +198,13 @@ class FrameIn(Event, tag="frame.in"):
     ``turn_ended``: a turn end with no wire frame, as in-process).  The events
     the step produced follow it directly in the log, in the same record.
     ``t`` is the connection's monotonic clock (Trio's, which tests inject).
+    A machine stepped by time and by the orchestrator's frames as well as by
+    bytes (PTY) logs those steps too, as signals: ``tick`` (its timer fired at
+    ``t``), ``send`` / ``cancel`` (it took the orchestrator's frame, logged
+    before as itself, at this point of its input), ``resize`` (``frame`` is
+    ``[cols, rows]``), ``exited`` (the child's end: reason in ``text``,
+    ``exit_code``, ``frame`` ``{"expected": …}``).  ``ids`` lists the ids the
+    machine drew in the step, so a replay draws the same.
     """
 
     binding: str
@@ -208,6 +215,7 @@ class FrameIn(Event, tag="frame.in"):
     eof: bool = False
     signal: str | None = None
     exit_code: int | None = None
+    ids: tuple[str, ...] = ()
 
 
 class FrameOut(Event, tag="frame.out"):

@@ -150,8 +150,10 @@ def replayable(factory: ReplayFactory | None, recorded: Sequence[Envelope]) -> b
 def _register_late() -> None:
     """Bindings whose replay module imports this one (for :func:`signal_outputs`)."""
     from trio_cap.actors.replay.acp import AcpReplay
+    from trio_cap.actors.replay.pty import PtyReplay
 
     REPLAY_BINDINGS["acp"] = AcpReplay
+    REPLAY_BINDINGS["pty"] = PtyReplay
 
 
 _register_late()

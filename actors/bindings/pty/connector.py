@@ -25,10 +25,21 @@ spec's id source.  ``spec.options["pty.raw_bytes"]``, the connector's
 ``cap.pty.raw_bytes``; ``spec.options["pty.record"]``,
 a list, receives every machine input as ``(method, args)`` so a session replays
 through a fresh machine (:func:`replay`).
+
+With a :class:`~trio_cap.actors.recording.Recorder` (``--record frames|raw``) every
+step the machine takes is logged as the ``frame.in`` that leads its batch: a read
+with its time, a timer tick that could act (one before the machine's deadline only
+moves its clock, and the next step's time carries that), a send, cancel, resize or
+the child's exit as a signal with the machine's clock; the ids it drew are on that
+frame.in and every write is a ``frame.out``.  The settings, the creation time and
+the session id are on the connection's first ``frame.out`` (``pty_machine``), so
+``cap replay --check`` builds the same machine with no manifest at hand.
 """
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import functools
 import math
 import os
@@ -36,6 +47,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+import msgspec
 import trio
 
 from trio_cap.actors.bindings.base import AgentGone, Output
@@ -52,6 +64,7 @@ from trio_cap.actors.connection import AgentSpec, ConnectError
 from trio_cap.actors.ids import IdSource, RandomIds
 from trio_cap.actors.manifest.model import IDLE_DEFAULT, Manifest
 from trio_cap.actors.manifest.regex import PatternError, compile_line_pattern
+from trio_cap.actors.recording import Recorder
 from trio_cap.events.kinds import CancelScope, Event
 
 RAW_OPTION = "pty.raw_bytes"
@@ -135,17 +148,58 @@ def replay(settings: PtySettings, record: Sequence[tuple[str, tuple[Any, ...]]],
     return out
 
 
+def settings_record(settings: PtySettings) -> dict[str, Any]:
+    """The settings as plain data (patterns as their source), as the log holds them."""
+    out: dict[str, Any] = {}
+    for spec in dataclasses.fields(settings):
+        value = getattr(settings, spec.name)
+        if hasattr(value, "pattern"):
+            value = {"re": value.pattern}
+        elif spec.name == "cancel_keys":
+            value = [base64.b64encode(k).decode("ascii") for k in value]
+        elif isinstance(value, tuple | list) and value and hasattr(value[0], "pattern"):
+            value = [{"re": m.pattern} for m in value]
+        out[spec.name] = value
+    return msgspec.json.decode(msgspec.json.encode(out))
+
+
+def settings_from_record(record: dict[str, Any]) -> PtySettings:
+    """:func:`settings_record` undone: every pattern compiled again."""
+    def matcher(value: Any) -> Any:
+        return compile_line_pattern(value["re"].removeprefix("(?m)"))
+
+    given: dict[str, Any] = {}
+    for spec in dataclasses.fields(PtySettings):
+        if spec.name not in record:
+            continue
+        value = record[spec.name]
+        if isinstance(value, dict) and "re" in value:
+            value = matcher(value)
+        elif spec.name == "cancel_keys":
+            value = tuple(base64.b64decode(k) for k in value)
+        elif isinstance(value, list) and value and isinstance(value[0], dict) and "re" in value[0]:
+            value = tuple(matcher(v) for v in value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        given[spec.name] = value
+    return PtySettings(**given)
+
+
 class PtyConnection:
     """A live PTY session: ``send``, ``cancel``, ``resize``."""
 
     def __init__(self, pty: PtyProcess, machine: PtyMachine, deliver: trio.MemorySendChannel[Any],
                  *, name: str, record: list[Any] | None = None,
-                 recorded_outputs: list[Any] | None = None) -> None:
+                 recorded_outputs: list[Any] | None = None, recorder: Recorder | None = None,
+                 drawn: list[str] | None = None) -> None:
         self.pty = pty
         self.machine = machine
         self.deliver = deliver
         self.name = name
-        self.out = Deliverer(deliver, write=pty.write, kill=self._kill)
+        self.recorder = recorder
+        self.drawn = drawn if drawn is not None else []
+        """The ids the machine drew in the step under way (recording only)."""
+        self.out = Deliverer(deliver, write=pty.write, kill=self._kill, recorder=recorder)
         self.ready = trio.Event()
         self.exited = trio.Event()
         self.output_ended = trio.Event()
@@ -179,18 +233,47 @@ class PtyConnection:
         async with self._lock:
             if self._record is not None:
                 self._record.append((method, args))
-            outputs = getattr(self.machine, method)(*args)
+            rec = self.recorder
+            if rec is None:
+                outputs = getattr(self.machine, method)(*args)
+                received = None
+            else:
+                outputs, received = self._recorded_step(rec, method, args)
             if self._recorded_outputs is not None and isinstance(outputs, list):
                 self._recorded_outputs.extend(outputs)
             if self.machine.ready:
                 self.ready.set()
-            if outputs:
+            if outputs or received is not None:
                 try:
-                    await self.out(outputs)
+                    await self.out(outputs or (), received)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     pass  # the session stopped listening: shutdown follows
         if wake:
             self._wake.set()
+
+    def _recorded_step(self, rec: Recorder, method: str,
+                       args: tuple[Any, ...]) -> tuple[Any, Any]:
+        """The step, and the frame.in that records it (None for a tick that cannot act)."""
+        machine = self.machine
+        self.drawn.clear()
+        if method == "tick":
+            deadline = machine.deadline()
+            if deadline is None or args[0] is None or args[0] < deadline:
+                return machine.tick(*args), None  # only the clock moves: nothing to record
+        t = machine.now
+        outputs = getattr(machine, method)(*args)
+        ids = tuple(self.drawn)
+        if method == "receive_data":
+            return outputs, rec.step_in(args[1], args[0], ids=ids)
+        if method == "tick":
+            return outputs, rec.step_in(args[0], signal="tick", ids=ids)
+        if method == "resize":
+            return outputs, rec.step_in(t, signal="resize", frame=list(args), ids=ids)
+        if method == "process_exited":
+            return outputs, rec.step_in(t, signal="exited", text=args[0], exit_code=args[1],
+                                        frame={"expected": bool(args[2])}, ids=ids)
+        scope = args[0] if method == "cancel" else None
+        return outputs, rec.step_in(t, signal=method, text=scope, ids=ids)
 
     async def _kill(self, reason: str) -> None:
         if self._nursery is not None:
@@ -226,8 +309,10 @@ class PtyConnection:
             reason = self.gone_reason
             if self.machine.killing:
                 reason = f"hard cancel: {reason}"
+            rec = self.recorder
             try:
-                await self.deliver.send(AgentGone(reason, code))
+                await self.out([AgentGone(reason, code)],
+                               rec.gone(reason, code) if rec is not None else None)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
 
@@ -301,6 +386,7 @@ class PtyConnector:
             deliver.close()
             raise ConnectError("pty: the session has no manifest to read [pty] and [parse] from")
         recorder = spec.options.get("recorder")  # `cap run --record raw` opts in to raw bytes
+        recorder = recorder if isinstance(recorder, Recorder) else None
         raw = self.raw_bytes or bool(getattr(recorder, "raw", False))
         settings = settings_for(manifest, raw_bytes=raw, options=spec.options)
         timeout = (self.init_timeout if self.init_timeout is not None
@@ -317,9 +403,16 @@ class PtyConnector:
                 if record is not None:
                     record.append(("init", (now,)))
                 session = spec.options.get("agent_session_id")
-                machine = PtyMachine(settings, new_id=ids.new, now=now,
-                                     session_id=session if isinstance(session, str) else None)
-                conn = PtyConnection(pty, machine, deliver, name=spec.name, record=record)
+                session = session if isinstance(session, str) else None
+                new_id = ids.new
+                drawn: list[str] = []
+                if recorder is not None:
+                    recorder.frame_out({"pty_machine": {
+                        "settings": settings_record(settings), "now": now, "session_id": session}})
+                    new_id = _drawing(ids.new, drawn)
+                machine = PtyMachine(settings, new_id=new_id, now=now, session_id=session)
+                conn = PtyConnection(pty, machine, deliver, name=spec.name, record=record,
+                                     recorder=recorder, drawn=drawn)
                 async with open_task_group() as tasks:
                     conn._nursery = tasks
                     tasks.start_soon(conn.read_master)
@@ -337,3 +430,11 @@ class PtyConnector:
             deliver.close()  # our clone of the inbox; sync, so nothing can replace an error
         if failure is not None:
             raise ConnectError(failure)  # raised out here: a plain error, never a group
+
+
+def _drawing(new: Callable[[str], str], drawn: list[str]) -> Callable[[str], str]:
+    def draw(prefix: str) -> str:
+        value = new(prefix)
+        drawn.append(value)
+        return value
+    return draw
