@@ -68,6 +68,9 @@ class InprocConnector:
     --fleet`` registers one under the binding name ``fleet``); it gets the same frames and
     its end is the agent's end, as the brain's is."""
 
+    binding = "inproc"
+    make_core: CoreFactory | None = None  # class defaults: subclasses need not call __init__
+
     def __init__(self, make_core: CoreFactory | None = None, binding: str = "inproc") -> None:
         self.make_core = make_core
         self.binding = binding
