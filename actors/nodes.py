@@ -7,9 +7,13 @@ node that stops cleanly says so (``node.stopped``).  When a node's lease has
 lapsed without ``node.stopped`` — it was killed, or lost its machine — any
 other node may take over its sessions that have not ended.
 
-The resume rules (a session continued on the new node) are not in this build,
-so a takeover ends each such session with ``session.failed`` ``node_lost``,
-recorded after one ``node.takeover`` naming them (``resumed: false``).  Two
+A takeover writes one ``node.takeover`` naming the lost node's live sessions;
+the taker then resumes each under the resume rules (:mod:`.replay.resume`,
+the same as ``cap run --resume``: rebuilt from the log, the agent resumed or
+restarted with the transcript).  A session that cannot be resumed — started
+outside ``cap run``, waiting on a human at a terminal, a log that does not
+replay — is listed in ``not_resumed`` and ended with ``session.failed``
+``node_lost`` saying why: refusing beats guessing.  Two
 nodes taking over at once cannot both do it: on PostgreSQL the takeover runs
 under a database-wide advisory lock and re-reads the log once it holds it.  And
 a lost node that was only paused cannot write after its takeover: the taker
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager, nullcontext
 
 import attrs
@@ -123,13 +127,27 @@ class Takeover:
     lapsed_at: float
     sessions: tuple[str, ...]
     seq: int
+    failed: dict[str, str] = attrs.field(factory=dict)
+    """The sessions ended ``node_lost`` instead of resumed, each with why."""
+
+    @property
+    def resumed(self) -> tuple[str, ...]:
+        return tuple(sid for sid in self.sessions if sid not in self.failed)
 
 
-async def take_over(log: EventLog, node: str, *, clock: Clock | None = None) -> list[Takeover]:
+Resumable = Callable[[str], Awaitable["str | None"]]
+"""Whether the taker can resume a session: None when it can, else why not."""
+
+NOT_RESUMING = "the taking node does not resume sessions (cap node without a resumer)"
+
+
+async def take_over(log: EventLog, node: str, *, clock: Clock | None = None,
+                    resumable: Resumable | None = None) -> list[Takeover]:
     """Take over every lapsed node's live sessions (see the module rules); returns what was done.
 
-    Without the resume rules each session is marked ``session.failed``
-    ``node_lost``; the returned records say which.
+    ``resumable`` judges each session (it reads the log; the takeover lock is
+    held); the caller then resumes the sessions the records list as resumed.
+    Without it every session is ended ``node_lost``.
     """
     exclusive = getattr(log, "exclusive", None)
     done: list[Takeover] = []
@@ -141,16 +159,22 @@ async def take_over(log: EventLog, node: str, *, clock: Clock | None = None) -> 
             sessions = tuple(view.live_sessions(lost))
             if fence is not None:
                 await fence(lost, node)  # from here on the database refuses its appends
-            seq = await log.append([NodeTakeover(node=node, lost=lost, lapsed_at=until,
-                                                 sessions=sessions, resumed=False)],
-                                   stream=NODE_STREAM + node)
+            failed: dict[str, str] = {}
             for sid in sessions:
+                why = await resumable(sid) if resumable is not None else NOT_RESUMING
+                if why is not None:
+                    failed[sid] = why
+            seq = await log.append([NodeTakeover(
+                node=node, lost=lost, lapsed_at=until, sessions=sessions,
+                resumed=resumable is not None, not_resumed=tuple(failed))],
+                stream=NODE_STREAM + node)
+            for sid, why in failed.items():
                 await log.append([SessionFailed(
                     code="node_lost",
                     message=f"node lost: {lost} stopped heartbeating (lease lapsed at "
-                            f"{until:.3f}); taken over by {node}, which cannot resume sessions "
-                            "in this build, so the session ended here")], stream=sid, cause=seq)
-            done.append(Takeover(lost, until, sessions, seq))
+                            f"{until:.3f}); taken over by {node}, which cannot resume this "
+                            f"session: {why}")], stream=sid, cause=seq)
+            done.append(Takeover(lost, until, sessions, seq, failed))
     return done
 
 

@@ -69,7 +69,8 @@ TRIO_CAP_CODES: dict[str, str] = {
     "turn_timeout": "A turn ran longer than its turn timeout and was cancelled",
     "idle_timeout": "The agent was silent for the idle timeout during a turn, which was cancelled",
     "node_lost": "The node running the session stopped heartbeating (its lease lapsed) and "
-                 "another node took the session over without resuming it",
+                 "another node took the session over but could not resume it (the message says "
+                 "why)",
     "a2a_http_error": "The A2A agent answered a request with an HTTP error status",
     "a2a_rpc_error": "The A2A agent answered a request with a JSON-RPC error",
     "a2a_unreachable": "The A2A agent could not be reached",

@@ -154,14 +154,18 @@ class NodeStopped(Event, tag="node.stopped"):
 class NodeTakeover(Event, tag="node.takeover"):
     """``node`` took over the live sessions of ``lost``, whose lease lapsed at ``lapsed_at``.
 
-    ``resumed`` is False while the resume rules are not in this build: each of
-    ``sessions`` then gets ``session.failed`` ``node_lost``."""
+    ``resumed``: the taker picks ``sessions`` up under the resume rules (each then
+    writes ``run.resumed`` when it goes on), except those in ``not_resumed``, which
+    cannot be (started outside ``cap run``, waiting on a human, or their log does not
+    replay): each of those gets ``session.failed`` ``node_lost`` saying why.  A log
+    written before resume existed has ``resumed`` false and every session failed."""
 
     node: str
     lost: str
     lapsed_at: float
     sessions: tuple[str, ...] = ()
     resumed: bool = False
+    not_resumed: tuple[str, ...] = ()
 
 
 class BindingFallback(Event, tag="binding.fallback"):
@@ -246,6 +250,9 @@ class RunStarted(Event, tag="run.started"):
     record: str = "frames"
     turn_timeout: float | None = None
     idle_timeout: float | None = None
+    session_id: str | None = None
+    """The session the run starts (chosen before it exists), so a run is found by its
+    session in a log many runs share (PostgreSQL, several nodes)."""
 
 
 class RunResumed(Event, tag="run.resumed"):

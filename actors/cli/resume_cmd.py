@@ -135,11 +135,22 @@ def _plan(args: argparse.Namespace, run, path: str) -> Plan_:
     if run.permissions == "ask" and not sys.stdin.isatty():
         raise UsageError(f"--resume {path}: the run used --permissions ask, which needs a "
                          "terminal on stdin")
-    agent = trio.run(_resolve, run.agent, run.binding)
+    return plan_for(run, trio.run(_resolve, run.agent, run.binding), path)
+
+
+def plan_for(run, agent, log_path: str) -> Plan_:  # type: ignore[no-untyped-def]
+    """The dead run's plan (``run.started``) with its agent resolved again."""
     return Plan_(agent=agent, task=run.tasks[0], cwd=run.cwd, script=brain_script(run.script),
                  policy=run.permissions, policy_defaulted=False,
-                 interactive=run.permissions == "ask", log_path=path,
+                 interactive=run.permissions == "ask", log_path=log_path,
                  turn_timeout=run.turn_timeout, idle_timeout=run.idle_timeout)
+
+
+def args_for(run) -> argparse.Namespace:  # type: ignore[no-untyped-def]
+    """A command line for a run picked up without one (a node taking over): the run's own."""
+    args = argparse.Namespace(json=False, headless=True, fsync=None, token_file=None)
+    _apply_run(args, run)
+    return args
 
 
 @attrs.define
@@ -168,6 +179,23 @@ def _how(plan: Plan_, point: ResumePoint, machine: SessionMachine) -> _How:
 async def _resume(args: argparse.Namespace, log: FileEventLog, plan: Plan_,
                   point: ResumePoint) -> Outcome:
     out = Outcome()
+    with trio.open_signal_receiver(*SIGNALS) as signals:
+        async with log, open_orchestrator(log) as orch, trio.open_nursery() as nursery:
+            orch.default_timeouts = Timeouts(idle=DEFAULT_IDLE_TIMEOUT)
+            orch.record = args.record
+            nursery.start_soon(_signals, signals, out, orch, nursery.cancel_scope)
+            await resume_session(orch, args, plan, point, out)
+            nursery.cancel_scope.cancel()
+    return out
+
+
+async def resume_session(orch: Orchestrator, args: argparse.Namespace, plan: Plan_,
+                         point: ResumePoint, out: Outcome, *, follow: bool = True) -> str:
+    """Pick ``point``'s session up in ``orch`` and run what is left of its run; ``out`` says
+    how it ended, and the answer how it went on (``resumed`` or ``restarted``).
+
+    ``follow``: print its events as ``cap run`` does (a node does not: it may run many).
+    """
     machine = rebuild(point)
     how = _how(plan, point, machine)
     event = resumed_event(point, machine, how.how, how.reason)
@@ -181,20 +209,14 @@ async def _resume(args: argparse.Namespace, log: FileEventLog, plan: Plan_,
         reconcile(machine, event, texts, fresh.config)
         return machine
 
-    with trio.open_signal_receiver(*SIGNALS) as signals:
-        async with log, open_orchestrator(log) as orch, trio.open_nursery() as nursery:
-            orch.default_timeouts = Timeouts(idle=DEFAULT_IDLE_TIMEOUT)
-            orch.record = args.record
-            nursery.start_soon(_signals, signals, out, orch, nursery.cancel_scope)
-            await _continue(orch, args, plan, point, how, restore, target, out)
-            if out.session is not None:
-                _read_back(orch, out)
-            nursery.cancel_scope.cancel()
-    return out
+    await _continue(orch, args, plan, point, how, restore, target, out, follow)
+    if out.session is not None:
+        _read_back(orch, out)
+    return how.how
 
 
 async def _continue(orch: Orchestrator, args, plan: Plan_, point: ResumePoint, how: _How,
-                    restore, target: int, out: Outcome) -> None:
+                    restore, target: int, out: Outcome, follow: bool) -> None:
     try:
         session = await orch.start_session(
             plan.agent, args.binding, cwd=plan.cwd, model=args.model, script=plan.script,
@@ -208,7 +230,8 @@ async def _continue(orch: Orchestrator, args, plan: Plan_, point: ResumePoint, h
     out.session = session
     follower = Follower(orch, session, plan.interactive, args.json)
     async with trio.open_nursery() as printing:
-        printing.start_soon(follower.run)
+        if follow:
+            printing.start_soon(follower.run)
         try:
             if target:  # the re-queued turns run first, as the machine sends them
                 await session._until(

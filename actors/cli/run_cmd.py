@@ -415,14 +415,15 @@ async def _watch_signals(signals, out: Outcome, orch: Orchestrator, work: trio.C
 
 async def _session(orch: Orchestrator, nursery: trio.Nursery, args: argparse.Namespace,
                    plan: Plan_, out: Outcome) -> None:
-    await log_run_started(orch, args, plan)
+    sid = orch.ids.new("sess")  # named in run.started: the run is found by its session
+    await log_run_started(orch, args, plan, sid)
     try:
         session = await orch.start_session(
             plan.agent, args.binding, cwd=plan.cwd, model=args.model, script=plan.script,
             permissions=plan.policy, allow_high_risk=args.allow_high_risk,
             human=plan.interactive, budget_usd=args.budget_usd,
             turn_timeout=plan.turn_timeout, idle_timeout=plan.idle_timeout,
-            permissions_chosen=not plan.policy_defaulted,
+            permissions_chosen=not plan.policy_defaulted, session_id=sid,
         )
     except UnknownAgent as exc:
         raise UsageError(str(exc)) from None
@@ -472,25 +473,27 @@ async def run_turns(session: Session, texts: list[str], out: Outcome, *,
             pass
 
 
-async def log_run_started(orch: Orchestrator, args: argparse.Namespace, plan: Plan_) -> None:
+async def log_run_started(orch: Orchestrator, args: argparse.Namespace, plan: Plan_,
+                          session_id: str) -> None:
     """The run's plan, for ``--resume``; prompts too large to log are left out (the session
     then refuses the task itself, and says so)."""
     from trio_cap.events.log.errors import EventRejected
 
-    started = run_started(args, plan)
+    started = run_started(args, plan, session_id)
     try:
         await orch.log.append([started])
     except EventRejected:
         await orch.log.append([msgspec.structs.replace(started, tasks=())])
 
 
-def run_started(args: argparse.Namespace, plan: Plan_) -> RunStarted:
+def run_started(args: argparse.Namespace, plan: Plan_, session_id: str | None = None
+                ) -> RunStarted:
     return RunStarted(
         agent=args.agent, tasks=(plan.task, *args.next), cwd=plan.cwd, binding=args.binding,
         model=args.model, script=os.path.abspath(args.script) if args.script else None,
         permissions=plan.policy, allow_high_risk=args.allow_high_risk,
         budget_usd=args.budget_usd, record=args.record, turn_timeout=plan.turn_timeout,
-        idle_timeout=plan.idle_timeout)
+        idle_timeout=plan.idle_timeout, session_id=session_id)
 
 
 def _read_back(orch: Orchestrator, out: Outcome) -> None:

@@ -79,6 +79,7 @@ from trio_cap.events.kinds import (
     SessionConfig,
     SessionCreated,
     SessionFailed,
+    SessionOwned,
     SessionStarting,
     SessionTurnEnded,
     SessionWarning,
@@ -521,7 +522,12 @@ class SessionReplay:
         end = self.rec[j].event if j < len(self.rec) else None
         if machine.terminal or not isinstance(end, _TERMINAL):
             raise Divergence(self.sid, env.seq, env, None)
-        if type(end) is SessionCancelled and end.reason not in _CLOSE_REASONS:  # type: ignore[attr-defined]
+        if type(end) is SessionFailed and end.code == "node_lost" and j == self.pos:  # type: ignore[attr-defined]
+            # the taking node's record (caused by its node.takeover), not this machine's
+            # output: the machine ends as the log says, and the record is taken as written
+            machine.fail(end.code, end.message)  # type: ignore[attr-defined]
+            self._append([end], self.rec[j].cause)
+        elif type(end) is SessionCancelled and end.reason not in _CLOSE_REASONS:  # type: ignore[attr-defined]
             self.conn = False  # the actor stopped: its connection is already gone
             self._apply(machine.shutdown(end.reason))  # type: ignore[attr-defined]
         elif type(end) is SessionFailed and (end.code in _TIMERS or machine.state is State.CREATED
@@ -557,7 +563,8 @@ def group_sessions(windows: Iterable[Sequence[Envelope]],
     for envs in windows:
         for env in envs:
             stream = env.stream
-            if not stream or (only is not None and stream != only):
+            if not stream or (only is not None and stream != only) or type(
+                    env.event) is SessionOwned:  # the node's record, not the session's
                 continue
             got = streams.get(stream)
             if got is None:

@@ -36,6 +36,7 @@ from trio_cap.events.kinds import (
     RunStarted,
     SessionConfig,
     SessionCreated,
+    SessionOwned,
     SessionReady,
     SessionTurnEnded,
     TextChunk,
@@ -77,8 +78,13 @@ class ResumePoint:
         return ready[-1] if ready else None
 
 
-def find_resume_point(envs: Sequence[Envelope], statuses: dict[str, str]) -> ResumePoint:
-    """The last ``run.started`` in the log and the session it created (if it got that far)."""
+def find_resume_point(envs: Sequence[Envelope], statuses: dict[str, str],
+                      session_id: str | None = None) -> ResumePoint:
+    """The run to pick up: the last ``run.started`` in the log and the session it created
+    (if it got that far), or, given ``session_id``, the run that started that session —
+    in a log several runs share, the run is found by its session, never by position."""
+    if session_id is not None:
+        return _run_of(envs, statuses, session_id)
     runs = [i for i, e in enumerate(envs) if type(e.event) is RunStarted]
     if not runs:
         raise CannotResume("holds no cap run to resume (no run.started event)")
@@ -86,12 +92,29 @@ def find_resume_point(envs: Sequence[Envelope], statuses: dict[str, str]) -> Res
     run: RunStarted = envs[start].event  # type: ignore[assignment]
     if not run.tasks:
         raise CannotResume("its prompts were too large to log, so the run cannot be picked up")
-    sid = next((e.event.session_id for e in envs[start:]  # type: ignore[attr-defined]
-                if type(e.event) is SessionCreated), None)
-    recorded = tuple(e for e in envs[start:] if sid is not None and e.stream == sid)
+    sid = run.session_id or next((e.event.session_id for e in envs[start:]  # type: ignore[attr-defined]
+                                  if type(e.event) is SessionCreated), None)
+    recorded = tuple(e for e in envs[start:] if sid is not None and e.stream == sid
+                     and type(e.event) is not SessionOwned)
+    sid = sid if recorded else None  # named by run.started, but never created
     return ResumePoint(run=run, session_id=sid, recorded=recorded,
                        status=statuses.get(sid) if sid else None,
                        after_seq=envs[-1].seq if envs else 0)
+
+
+def _run_of(envs: Sequence[Envelope], statuses: dict[str, str], sid: str) -> ResumePoint:
+    start = next((i for i, e in enumerate(envs) if type(e.event) is RunStarted
+                  and e.event.session_id == sid), None)  # type: ignore[attr-defined]
+    if start is None:
+        raise CannotResume("no run.started names it: it was not started by cap run, so "
+                           "there are no prompts to go on with")
+    run: RunStarted = envs[start].event  # type: ignore[assignment]
+    if not run.tasks:
+        raise CannotResume("its prompts were too large to log, so the run cannot be picked up")
+    recorded = tuple(e for e in envs[start:] if e.stream == sid
+                     and type(e.event) is not SessionOwned)
+    return ResumePoint(run=run, session_id=sid if recorded else None, recorded=recorded,
+                       status=statuses.get(sid), after_seq=envs[-1].seq if envs else 0)
 
 
 def finished(point: ResumePoint) -> bool:

@@ -72,6 +72,41 @@ async def test_take_over_ends_only_the_live_sessions_of_a_lapsed_node():
     assert view.taken == {"dead"} and view.owner["s1"] == "rescuer"
 
 
+async def test_take_over_resumes_what_the_judge_accepts_and_ends_the_rest_saying_why():
+    clock = ManualClock()
+    log = MemoryEventLog(clock)
+    await _lapsed_node(log, clock, "dead", ["s1", "s2"])
+    clock.t += 6
+    judged: list[str] = []
+
+    async def judge(sid: str) -> str | None:
+        judged.append(sid)
+        return None if sid == "s1" else "its run asks a human at a terminal"
+
+    [done] = await take_over(log, "rescuer", clock=clock, resumable=judge)
+    assert judged == ["s1", "s2"]
+    assert done.resumed == ("s1",) and done.failed == {"s2": "its run asks a human at a terminal"}
+    [takeover] = [e.event for e in log.read() if e.kind == "node.takeover"]
+    assert takeover.resumed and takeover.sessions == ("s1", "s2")
+    assert takeover.not_resumed == ("s2",)
+    assert [e.kind for e in log.read(1, "s1")] == ["session.owned"]  # left for the resume
+    [failed] = [e for e in log.read(1, "s2") if e.kind == "session.failed"]
+    assert failed.event.code == "node_lost" and failed.cause == done.seq
+    assert failed.event.message.endswith("cannot resume this session: its run asks a human "
+                                         "at a terminal")
+
+
+async def test_a_node_refuses_to_resume_a_session_no_cap_run_started(tmp_path):
+    from trio_cap.actors.cli.node_resume import NodeResumer
+
+    async with open_orchestrator(MemoryEventLog(), ids=SequentialIds()) as orch:
+        session = await orch.start_session(cwd=tmp_path, permissions="allow")
+        resumer = NodeResumer(orch.log, "memory")
+        why = await resumer.judge(session.id)
+        await session.close()
+    assert why is not None and "not started by cap run" in why and not resumer.ready
+
+
 async def test_two_nodes_taking_over_at_once_on_postgres_do_it_once(pg_server):
     url = fresh_url(pg_server)
     clock = ManualClock()

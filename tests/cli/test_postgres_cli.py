@@ -149,21 +149,63 @@ def take_over_until(url: str, lost: str) -> subprocess.CompletedProcess:
         time.sleep(0.2)
 
 
-def test_kill_9_of_a_node_mid_run_and_takeover_by_another(pg_url, tmp_path):
-    victim = start_turn(pg_url, tmp_path, '{ say = "working on it" }, { wait = 300 }',
-                        "doomed", "1")
+TASKS = ["write one.txt: 1", "wait 2\nwrite two.txt: 2", "write three.txt: 3"]
+
+
+def start_run(url: str, tmp: Path, node: str) -> subprocess.Popen:
+    """A three-turn ``cap run`` as node ``node`` (a 1 s lease), until its second turn is under
+    way (a bounded poll on the log: nothing to wait on)."""
+    proc = subprocess.Popen(
+        [*CAP, "run", "--agent", "cap-agent", "--binding", "inproc", "--permissions", "allow",
+         "--cwd", str(tmp), "--task", TASKS[0], "--next", TASKS[1], "--next", TASKS[2],
+         "--log", url, "--node", node, "--lease", "1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV)
+    deadline = time.monotonic() + BOUND
+    while True:
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise AssertionError(f"the run never started turn 2: {proc.communicate()[1]}")
+        try:
+            events = [e.event for e in PostgresEventLog(url, readonly=True).read()]
+        except Exception:  # the schema does not exist until the run created it
+            events = []
+        if any(type(e).__name__ == "SessionWorking" and e.turn == 2 for e in events):
+            return proc
+        time.sleep(0.1)
+
+
+def test_kill_9_of_a_node_mid_run_and_takeover_resumes_the_run(pg_url, tmp_path):
+    victim = start_run(pg_url, tmp_path, "doomed")
     victim.send_signal(signal.SIGKILL)
     victim.communicate(timeout=BOUND)
+    before = PostgresEventLog(pg_url, readonly=True).read()
     took = take_over_until(pg_url, "doomed")
-    assert "marked failed: node lost" in took.stdout
     events = shown(pg_url)
     sid = next(e["session_id"] for e in events if e["kind"] == "session.created")
+    assert f"session {sid}: resuming" in took.stdout
+    assert f"session {sid}: restarted, then ended completed" in took.stdout
+    assert "Traceback" not in took.stderr
+    after = PostgresEventLog(pg_url, readonly=True).read()
+    assert after[: len(before)] == before  # every event the dead node acknowledged, unchanged
     takeover = [e for e in events if e["kind"] == "node.takeover"]
     assert len(takeover) == 1 and takeover[0]["lost"] == "doomed"
-    assert takeover[0]["sessions"] == [sid] and takeover[0].get("resumed", False) is False
-    failed = [e for e in events if e["kind"] == "session.failed"]
-    assert [(f["stream"], f["code"]) for f in failed] == [(sid, "node_lost")]
-    assert "node lost" in cap("replay", pg_url).stdout
+    assert takeover[0]["sessions"] == [sid] and takeover[0]["resumed"] is True
+    assert not takeover[0].get("not_resumed")
+    assert not [e for e in events if e["kind"] == "session.failed"]
+    resumed = [e for e in events if e["kind"] == "run.resumed"]
+    assert len(resumed) == 1 and resumed[0]["how"] == "restarted"
+    assert resumed[0]["rerun_turns"] == [2]  # the turn in flight at the kill, run again
+    assert [e["text"] for e in events if e["kind"] == "input.injected"] == TASKS  # once each
+    ended = sorted(e["turn"] for e in events if e["kind"] == "session.turn_ended")
+    assert ended == [1, 2, 3]
+    completed = [e for e in events if e["kind"] == "session.completed"]
+    assert len(completed) == 1 and completed[0]["turns"] == 3
+    owners = [(e["node"], e["seq"]) for e in events if e["kind"] == "session.owned"]
+    assert [n for n, _ in owners] == ["doomed", "rescuer"] and owners[1][1] > takeover[0]["seq"]
+    assert [p.name for p in sorted(tmp_path.glob("*.txt"))] == ["one.txt", "three.txt",
+                                                                 "two.txt"]
+    checked = cap("replay", pg_url, "--check")
+    assert checked.returncode == 0 and "identically" in checked.stdout, checked.stderr
     # a second pass finds nothing more to take over
     again = cap("node", "--log", pg_url, "--take-over", "--once", "--node", "rescuer")
     assert again.returncode == 0 and "took over" not in again.stdout
@@ -214,8 +256,9 @@ def test_a_paused_node_that_was_taken_over_cannot_write_again(pg_url, tmp_path):
     victim = start_turn(pg_url, tmp_path,
                         '{ say = "working" }, { wait = 3 }, { say = "too late" }', "sleepy", "1")
     victim.send_signal(signal.SIGSTOP)
+    (tmp_path / "sleepy.toml").unlink()  # the run cannot be picked up without its script
     try:
-        take_over_until(pg_url, "sleepy")
+        took = take_over_until(pg_url, "sleepy")
     finally:
         victim.send_signal(signal.SIGCONT)
     _, err = victim.communicate(timeout=BOUND)
@@ -228,5 +271,8 @@ def test_a_paused_node_that_was_taken_over_cannot_write_again(pg_url, tmp_path):
              and e["stream"] in (sid, "node:sleepy")]
     # nothing the frozen node wrote follows its takeover: only the taker's session.failed
     assert [(e["kind"], e.get("code")) for e in after] == [("session.failed", "node_lost")]
+    assert "sleepy.toml" in after[0]["message"] and takeover["not_resumed"] == [sid]
+    assert f"session {sid}: marked failed: node lost: --script" in took.stdout
+    assert took.returncode == 0
     texts = "".join(e.get("text", "") for e in events if e["kind"] == "cap.text_chunk")
     assert "too late" not in texts
