@@ -85,21 +85,31 @@ def test_a_run_on_postgres_shows_replays_and_copies_like_a_file(pg_server, pg_ur
 
 def test_two_nodes_append_at_once_and_a_follower_sees_both_live_in_seq_order(pg_url,
                                                                             tmp_path):
+    """East's turn is still running while west runs a whole session (the two overlap by
+    construction, not by luck), and the follower prints both as they are appended."""
     cap("log", "migrate", pg_url)
     follower = subprocess.Popen([*CAP, "log", "show", pg_url, "--follow", "--json"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=ENV)
     try:
-        runs = [subprocess.Popen(
+        east = start_turn(pg_url, tmp_path, '{ say = "from east" }, { wait = 120 }', "east",
+                          "60")
+        west = subprocess.run(
             [*CAP, "run", "--agent", "cap-agent", "--binding", "inproc", "--permissions",
-             "allow", "--cwd", str(tmp_path), "--task", f"say: from {node}", "--log", pg_url,
-             "--node", node], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env=ENV) for node in ("east", "west")]
-        for run in runs:
-            assert run.wait(timeout=BOUND) == 0, run.stderr.read()
-        last = PostgresEventLog(pg_url, readonly=True).last_seq
-        lines = []
+             "allow", "--cwd", str(tmp_path), "--task", "from west", "--log", pg_url,
+             "--node", "west"], capture_output=True, text=True, env=ENV, timeout=BOUND)
+        assert west.returncode == 0, west.stderr
+        lines: list[dict] = []
         deadline = time.monotonic() + BOUND
+        while not any(e["kind"] == "session.completed" for e in lines):
+            assert time.monotonic() < deadline, "the follower never showed west's end"
+            lines.append(json.loads(follower.stdout.readline()))
+        # live: the follower has shown west's whole session while east's turn still runs
+        assert east.poll() is None
+        east.send_signal(signal.SIGINT)  # end east's turn now
+        _, err = east.communicate(timeout=BOUND)
+        assert east.returncode == 128 + signal.SIGINT, err
+        last = PostgresEventLog(pg_url, readonly=True).last_seq
         while not lines or lines[-1]["seq"] < last:  # bounded: reads as the follower prints
             assert time.monotonic() < deadline, "the follower never caught up"
             lines.append(json.loads(follower.stdout.readline()))
@@ -107,9 +117,15 @@ def test_two_nodes_append_at_once_and_a_follower_sees_both_live_in_seq_order(pg_
         follower.send_signal(signal.SIGINT)
         follower.wait(timeout=BOUND)
     assert [e["seq"] for e in lines] == list(range(1, last + 1))
-    nodes = {e["node"] for e in lines if e["kind"] == "session.owned"}
-    assert nodes == {"east", "west"}
-    assert sum(e["kind"] == "session.completed" for e in lines) == 2
+    owner = {e["stream"]: e["node"] for e in lines if e["kind"] == "session.owned"}
+    assert sorted(owner.values()) == ["east", "west"]
+    by_node = {node: [e["seq"] for e in lines if owner.get(e["stream"]) == node]
+               for node in ("east", "west")}
+    # interleaved in the one log: all of west's session lies inside east's
+    assert by_node["east"][0] < by_node["west"][0] < by_node["west"][-1] < by_node["east"][-1]
+    ends = {owner[e["stream"]]: e["kind"] for e in lines
+            if e["kind"] in ("session.completed", "session.cancelled")}
+    assert ends == {"west": "session.completed", "east": "session.cancelled"}
 
 
 def start_turn(url: str, tmp: Path, steps: str, node: str, lease: str) -> subprocess.Popen:
