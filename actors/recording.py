@@ -85,13 +85,15 @@ class Recorder:
         return FrameIn(binding=self.binding, t=self._now(), signal="gone", text=reason,
                        exit_code=exit_code)
 
-    def step_in(self, t: float, data: bytes | None = None, *, signal: str | None = None,
-                text: str | None = None, frame: Any = None, exit_code: int | None = None,
-                ids: Sequence[str] = ()) -> FrameIn:
-        """One step of a machine stepped at a time the shell chose (PTY): bytes read at
-        ``t``, or a ``signal`` step (see :class:`~trio_cap.events.kinds.FrameIn`)."""
+    def step_in(self, t: float | None, data: bytes | None = None, *,
+                signal: str | None = None, text: str | None = None, frame: Any = None,
+                exit_code: int | None = None, ids: Sequence[str] = ()) -> FrameIn:
+        """One step of a machine the shell steps with more than bytes (PTY, A2A): bytes
+        read at ``t`` (None: now), a ``frame``, or a ``signal`` step (see
+        :class:`~trio_cap.events.kinds.FrameIn`)."""
         fields: dict[str, Any] = _bytes_fields(data) if data is not None else {"text": text}
-        return FrameIn(binding=self.binding, t=t, signal=signal, frame=frame,
+        return FrameIn(binding=self.binding, t=self._now() if t is None else t,
+                       signal=signal, frame=frame,
                        exit_code=exit_code, ids=tuple(ids), **fields)
 
     def turn_ended(self, stop_reason: str) -> FrameIn:
@@ -109,7 +111,9 @@ class Recorder:
 
     def out_event(self, data: bytes | None = None, frame: Any = None) -> FrameOut:
         ids, self._drawn = tuple(self._drawn), []
-        fields: dict[str, Any] = _bytes_fields(data) if data is not None else {"frame": frame}
+        fields: dict[str, Any] = _bytes_fields(data) if data is not None else {}
+        if frame is not None or data is None:
+            fields["frame"] = frame
         return FrameOut(binding=self.binding, t=self._now(), ids=ids, **fields)
 
     def bytes_out(self, data: bytes) -> None:

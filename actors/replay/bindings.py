@@ -149,11 +149,13 @@ def replayable(factory: ReplayFactory | None, recorded: Sequence[Envelope]) -> b
 
 def _register_late() -> None:
     """Bindings whose replay module imports this one (for :func:`signal_outputs`)."""
+    from trio_cap.actors.replay.a2a import A2aReplay
     from trio_cap.actors.replay.acp import AcpReplay
     from trio_cap.actors.replay.pty import PtyReplay
 
     REPLAY_BINDINGS["acp"] = AcpReplay
     REPLAY_BINDINGS["pty"] = PtyReplay
+    REPLAY_BINDINGS["a2a"] = A2aReplay
 
 
 _register_late()

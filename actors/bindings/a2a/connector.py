@@ -37,10 +37,18 @@ card's own origin; the CAP extension check (``cap_extension`` /
 ``a2a_cap_extension`` / ``x-a2a-cap-extension``: ``warn``, the default, or
 ``strict``); extra message metadata (``x-a2a-metadata``, a table; ``${cwd}``
 in its strings becomes the session's working directory).
+
+With a :class:`~trio_cap.actors.recording.Recorder` (``--record frames|raw``) each
+machine step is logged as the ``frame.in`` leading its batch (:mod:`.recording`
+at the end of this module: the card and how it was chosen, each SSE read's events, a body, a status,
+an exchange's end or failure, a send or cancel taken) and each request the
+machine makes as a ``frame.out`` in its place; ``cap replay --check`` re-runs
+them through a fresh :class:`A2aDriver`.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -48,6 +56,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+import msgspec
 import trio
 
 from trio_cap.actors.bindings.a2a import frames as f
@@ -68,12 +77,15 @@ from trio_cap.actors.bindings.deliver import Deliverer
 from trio_cap.actors.bindings.process import open_task_group
 from trio_cap.actors.connection import AgentSpec, ConnectError
 from trio_cap.actors.ids import IdSource, RandomIds
-from trio_cap.events.kinds import Cancel, CancelScope, Event, SessionWarning
+from trio_cap.actors.recording import Recorder, frame_bytes
+from trio_cap.events.kinds import Cancel, CancelScope, Event, FrameIn, FrameOut, SessionWarning
 
 TOKEN_ENV = "CAP_A2A_TOKEN"
 CANCEL_BOUND = 5.0
 """Seconds a cancel may take at the agent while the session is being left."""
 _CANCEL_METHODS = frozenset(m.cancel for m in f.METHODS.values())
+SEND, CANCEL = "send", "cancel"
+"""A step's input when it is the session's (a send, a cancel), not a frame fed in."""
 MAX_CARD = 1 << 20
 MAX_BODY = 16 << 20
 
@@ -81,7 +93,8 @@ MAX_BODY = 16 << 20
 class A2aConnection:
     def __init__(self, client: httpx.AsyncClient, machine: A2aDriver, out: Deliverer,
                  nursery: trio.Nursery, *, token: str | None, extensions: bool,
-                 stream_timeout: float | None) -> None:
+                 stream_timeout: float | None, recorder: Recorder | None = None,
+                 drawn: list[str] | None = None) -> None:
         self.client = client
         self.machine = machine
         self.out = out
@@ -91,17 +104,25 @@ class A2aConnection:
         self.stream_timeout = stream_timeout
         self.lock = trio.StrictFIFOLock()
         self.scopes: dict[int, trio.CancelScope] = {}
+        self.recorder = recorder
+        self.drawn = drawn if drawn is not None else []
+        """The ids the machine drew in the step under way (recording only)."""
 
     # ---- Connection ---------------------------------------------------------------------
     async def send(self, frames: Sequence[Event]) -> None:
-        await self._step(lambda: self.machine.send(frames))
+        await self._step(lambda: self.machine.send(frames), SEND)
 
     async def cancel(self, scope: CancelScope) -> None:
-        await self._step(lambda: self.machine.send([Cancel(scope=scope)]))
+        await self._step(lambda: self.machine.send([Cancel(scope=scope)]), CANCEL, scope)
 
     # ---- plumbing -------------------------------------------------------------------------
-    async def _step(self, step: Callable[[], list[Any]]) -> None:
+    async def _step(self, step: Callable[[], list[Any]], what: object,
+                    detail: str | None = None) -> None:
+        """One machine step; ``what`` is its input (a frame fed, or SEND / CANCEL)."""
         async with self.lock:
+            rec = self.recorder
+            if rec is not None:
+                self.drawn.clear()
             outputs = step()
             rest = []
             closing = []
@@ -115,17 +136,23 @@ class A2aConnection:
                         closing.append(scope)
                 else:
                     rest.append(item)
+                    continue
+                if rec is not None:
+                    rest.append(out_event(rec, item))
+            received: FrameIn | None = None
+            if rec is not None:
+                received = in_event(rec, what, detail, self.drawn)
             # Delivered first: the exchange being closed may be the very task running this
             # step, and a cancelled scope would drop the turn's end on the floor.
             try:
-                await self.out(rest)
+                await self.out(rest, received)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass  # the session stopped listening: it is being left, nothing is waited on
             for scope in closing:
                 scope.cancel()
 
     async def _feed(self, frame: object) -> None:
-        await self._step(lambda: self.machine.receive_frame(frame))
+        await self._step(lambda: self.machine.receive_frame(frame), frame)
 
     def headers(self, spelling: f.Spelling, streaming: bool,
                 last_event_id: str | None = None) -> dict[str, str]:
@@ -391,28 +418,31 @@ class A2aConnector:
                 except (ConnectError, CardRefused) as exc:
                     failure = str(exc)
                 if failure is None:
-                    machine = A2aDriver(choice, new_id=lambda: ids.new("a2a-msg"),
-                                        metadata=metadata,
+                    recorder: Recorder | None = spec.options.get("recorder")
+                    drawn: list[str] = []
+
+                    def new_id() -> str:
+                        value = ids.new("a2a-msg")
+                        if recorder is not None:
+                            drawn.append(value)
+                        return value
+
+                    machine = A2aDriver(choice, new_id=new_id, metadata=metadata,
                                         max_resubscribes=self.max_resubscribes)
                     out = Deliverer(deliver)
-                    warnings = []
-                    if not choice.cap_extension:
-                        warnings.append(SessionWarning(
-                            code="a2a_no_cap_extension",
-                            message=f"the A2A agent {card.name!r} does not declare the CAP "
-                            f"extension {f.CAP_EXTENSION!r}; driving it as a plain A2A agent "
-                            "(text, artifacts and task states only)"))
-                    if choice.bearer_declared and token is None:
-                        warnings.append(SessionWarning(
-                            code="a2a_no_token",
-                            message=f"the agent card of {card.name!r} declares bearer "
-                            f"authentication but no token is set (--token-file, {TOKEN_ENV} "
-                            "or fast_path.x-a2a-token-file); requests go without one"))
-                    await out.events(warnings)
+                    warnings = open_warnings(card.name, choice, token is not None)
+                    if recorder is None:
+                        await out.events(warnings)
+                    else:  # the card, as chosen: what a replay builds its machine from
+                        await out(warnings, card_event(
+                            recorder, card=card, card_url=card_url, mode=mode,
+                            token=token is not None, metadata=metadata,
+                            max_resubscribes=self.max_resubscribes))
                     async with open_task_group() as nursery:
                         conn = A2aConnection(client, machine, out, nursery, token=token,
                                              extensions=choice.cap_extension,
-                                             stream_timeout=self.stream_timeout)
+                                             stream_timeout=self.stream_timeout,
+                                             recorder=recorder, drawn=drawn)
                         try:
                             yield conn
                         finally:
@@ -421,3 +451,95 @@ class A2aConnector:
             deliver.close()
         if failure is not None:
             raise ConnectError(failure)
+
+
+def open_warnings(name: str, choice: Any, token: bool) -> list[SessionWarning]:
+    """What a session is told about the card it drives (logged before the first step)."""
+    warnings = []
+    if not choice.cap_extension:
+        warnings.append(SessionWarning(
+            code="a2a_no_cap_extension",
+            message=f"the A2A agent {name!r} does not declare the CAP "
+            f"extension {f.CAP_EXTENSION!r}; driving it as a plain A2A agent "
+            "(text, artifacts and task states only)"))
+    if choice.bearer_declared and not token:
+        warnings.append(SessionWarning(
+            code="a2a_no_token",
+            message=f"the agent card of {name!r} declares bearer "
+            f"authentication but no token is set (--token-file, {TOKEN_ENV} "
+            "or fast_path.x-a2a-token-file); requests go without one"))
+    return warnings
+
+
+# ---- recording (--record): each step's input and each request, as the log holds them -----------
+
+
+def card_event(rec: Recorder, *, card: f.AgentCard, card_url: str, mode: str, token: bool,
+               metadata: dict[str, Any], max_resubscribes: int) -> FrameIn:
+    """The card read at open and what chose among its interfaces (never the token)."""
+    return rec.step_in(None, signal="card", frame={
+        "card": msgspec.json.decode(msgspec.json.encode(card)), "card_url": card_url,
+        "mode": mode, "token": token, "metadata": metadata,
+        "max_resubscribes": max_resubscribes})
+
+
+def _texts(datas: Sequence[bytes]) -> dict[str, Any]:
+    try:
+        return {"datas": [d.decode("utf-8") for d in datas]}
+    except UnicodeDecodeError:
+        return {"datas_b64": [base64.b64encode(d).decode("ascii") for d in datas]}
+
+
+def in_event(rec: Recorder, what: object, detail: str | None, drawn: list[str]) -> FrameIn:
+    """The frame.in of one step: the frame fed in, or the session's send / cancel."""
+    ids = tuple(drawn)
+    if isinstance(what, str):
+        return rec.step_in(None, signal=what, text=detail, ids=ids)
+    if isinstance(what, SseBatch):
+        return rec.step_in(None, frame={"in": "sse", "rid": what.request_id,
+                                        **_texts(what.datas),
+                                        "last_event_id": what.last_event_id}, ids=ids)
+    if isinstance(what, Body):
+        return rec.step_in(None, what.data, frame={"in": "body", "rid": what.request_id},
+                           ids=ids)
+    if isinstance(what, HttpStatus):
+        return rec.step_in(None, what.body, frame={"in": "status", "rid": what.request_id,
+                                                   "status": what.status}, ids=ids)
+    if isinstance(what, Dropped):
+        return rec.step_in(None, frame={"in": "dropped", "rid": what.request_id,
+                                        "detail": what.detail, "timeout": what.timeout,
+                                        "responded": what.responded}, ids=ids)
+    return rec.step_in(None, frame={"in": "ended", "rid": getattr(what, "request_id", None)},
+                       ids=ids)
+
+
+def incoming(ev: FrameIn) -> object | None:
+    """:func:`in_event` undone: the frame the machine was fed (None for a signal)."""
+    given = ev.frame if isinstance(ev.frame, dict) else {}
+    kind, rid = given.get("in"), given.get("rid")
+    data = frame_bytes(ev)
+    if kind == "sse":
+        datas = ([d.encode("utf-8") for d in given.get("datas") or ()]
+                 or [base64.b64decode(d) for d in given.get("datas_b64") or ()])
+        return SseBatch(rid, datas, given.get("last_event_id"))
+    if kind == "body":
+        return Body(rid, data or b"")
+    if kind == "status":
+        return HttpStatus(rid, int(given.get("status") or 0), data or b"")
+    if kind == "dropped":
+        return Dropped(rid, str(given.get("detail") or ""), bool(given.get("timeout")),
+                       bool(given.get("responded")))
+    if kind == "ended":
+        return Ended(rid)
+    return None
+
+
+def out_event(rec: Recorder, item: Post | CloseExchange) -> FrameOut:
+    """A request the machine makes (its JSON-RPC body as the text), or an exchange closed."""
+    if isinstance(item, CloseExchange):
+        return rec.out_event(frame={"close": item.request_id})
+    post = item
+    return rec.out_event(post.body, frame={
+        "post": post.request_id, "method": post.method, "url": post.url,
+        "spelling": post.spelling, "streaming": post.streaming, "delay": post.delay,
+        "last_event_id": post.last_event_id})
