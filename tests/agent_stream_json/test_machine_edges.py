@@ -23,9 +23,11 @@ from trio_cap.actors.bindings.stream_json.agent_transcript import (
 )
 from trio_cap.events.kinds import (
     CapError,
+    PermissionRequest,
     TextChunk,
     Thought,
     ToolCallEnd,
+    ToolCallStart,
     Usage,
     UserInputInject,
 )
@@ -147,6 +149,35 @@ def test_eof_with_a_prompt_pending_denies_it():
     write_call(h)
     h.eof()
     assert h.delivered[-1].decision == "deny"
+
+
+def test_a_prompt_that_comes_up_after_eof_is_denied_not_sent():
+    """Rule 7: a request nobody can answer any more (stdin closed while the turn ran) is
+    denied at once; sent, it would wait forever and the process would never end."""
+    h = Harness(permission_prompt_tool="stdio")
+    h.prompt("go")
+    h.eof()
+    write_call(h)
+    assert h.delivered[-1].decision == "deny"
+    assert h.delivered[-1].meta["cap.message"] == "stdin closed before the client answered"
+    assert not h.frames("control_request")
+
+
+def test_a_fleet_members_request_names_it_and_asks_about_its_own_call():
+    h = Harness(permission_prompt_tool="stdio")
+    h.prompt("go")
+    h.core(ToolCallStart(call_id="en.call_1", name="Write",
+                         input={"path": "/w/en/a.txt", "content": "x\n"}),
+           ToolCallStart(call_id="fr.call_1", name="Bash", input={"command": "ls"}),
+           PermissionRequest(req_id="perm_1", tool="Write",
+                             intent={"path": "/w/en/a.txt", "content": "x\n"}, scope="write",
+                             meta={"cap.member": "en", "cap.call_id": "en.call_1"}))
+    (request,) = [fr["request"] for fr in h.frames("control_request")]
+    assert (request["agent_id"], request["title"]) == ("en", "en: Write")
+    assert request["tool_name"] == "Write" and request["input"]["file_path"] == "/w/en/a.txt"
+    uses = [b for fr in h.frames("assistant") for b in fr["message"]["content"]
+            if b["type"] == "tool_use"]
+    assert request["tool_use_id"] == uses[0]["id"]  # en's call, not fr's (the last)
 
 
 def test_the_transcript_on_request_comes_back_in_the_control_response():

@@ -139,6 +139,10 @@ MAX_INPUT_LINE = 64 << 20
 _CONTROL = (f.ControlRequest, f.ControlResponse, f.ControlCancelRequest)
 
 
+CLOSED = "stdin closed before the client answered"
+"""Why a prompt is denied once stdin has closed (rule 7)."""
+
+
 class AgentSide:
     def __init__(self, options: AgentOptions, *, session_id: str, default_model: str,
                  new_id: NewId, pid: int | None = None, agent_version: str = "") -> None:
@@ -212,8 +216,7 @@ class AgentSide:
             self._buf.clear()
             self._eof = True
             for request_id in list(self._prompts):
-                body = f.ResponseBody(subtype="error", request_id=request_id,
-                                      error="stdin closed before the client answered")
+                body = f.ResponseBody(subtype="error", request_id=request_id, error=CLOSED)
                 out += self._answer(body)
             out += self._next_turn()
         return out
@@ -448,6 +451,8 @@ class AgentSide:
                                              decision.reason)
             return self._send(notice) + self._deny(event.req_id, turn, call, decision.reason,
                                                    "policy")
+        if self._stdin_closed:  # rule 7: nobody is left to answer a prompt sent now
+            return self._deny(event.req_id, turn, call, CLOSED, "client")
         request_id = self.new_id()
         self._prompts[request_id] = Prompt(request_id, "permission", event.req_id, call)
         command = event.intent.get("command")
@@ -512,8 +517,9 @@ class AgentSide:
         call = Call(tool_use_id(self.new_id), "AskUserQuestion", {}, wire)
         prompt = Prompt("", "ask", event.ask_id, call, event.prompt)
         out = self._frames(self.builder.tool_use(call.tool_use_id, call.name, wire))
-        if not self.options.prompts_on_stdio:
-            declined = f.PermissionDeny(message="no --permission-prompt-tool stdio to ask through")
+        if not self.options.prompts_on_stdio or self._stdin_closed:
+            declined = f.PermissionDeny(message=CLOSED if self.options.prompts_on_stdio else
+                                        "no --permission-prompt-tool stdio to ask through")
             return out + self._ask_answered(prompt, declined, turn)
         prompt.request_id = request_id = self.new_id()
         self._prompts[request_id] = prompt
