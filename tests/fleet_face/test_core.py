@@ -166,3 +166,27 @@ async def test_a_cancel_stops_the_run_and_closes_its_sessions(tmp_path):
     for member in ("lead", "en", "fr"):
         kinds = [env.kind for env in log.read(1, f"face.{member}")]
         assert kinds[-1] in ("session.completed", "session.cancelled"), (member, kinds[-1])
+
+
+async def test_a_second_prompt_is_a_second_run_that_needs_free_worktrees(tmp_path):
+    """One prompt, one run: the next is named face-2, and its worktrees (the first run's
+    are kept for review) must be cleaned first, which its error says."""
+    path = make_fleet(tmp_path, en_permissions="allow")
+    client = Client()
+    log = MemoryEventLog()
+    core = FleetCore(load_fleet(path), client.emit, session_id="face-1", log=log)
+    with trio.fail_after(SECONDS):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(core.run, client.recv)
+            await client.send.send(SessionConfig(cwd=str(tmp_path / "repo")))
+            for n, prompt in enumerate(("greet", "again"), 1):
+                await client.send.send(UserInputInject(content=(ContentBlock(text=prompt),)))
+                await client.wait(lambda out, n=n: len(
+                    [e for e in out if isinstance(e, TurnEnded)]) == n)
+            await client.send.aclose()
+    first, second = [e for e in client.out if isinstance(e, TurnEnded)]
+    assert (first, second) == (TurnEnded("end_turn"), TurnEnded("error"))
+    (error,) = [e for e in client.of(CapError) if e.code == "fleet_failed"]
+    assert "exists" in error.message and "cap fleet clean" in error.message
+    assert [env.event.task for env in log.read(1, "fleet:face") if env.kind ==
+            "fleet.started"] == ["greet"]
