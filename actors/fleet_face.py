@@ -38,7 +38,7 @@ from trio_cap.actors.bindings.base import TurnEnded
 from trio_cap.actors.bridge import answer, decide, unknown
 from trio_cap.actors.connection import Connector
 from trio_cap.actors.fleet.face import FaceMachine
-from trio_cap.actors.fleet.model import Fleet
+from trio_cap.actors.fleet.model import BySubtask, Fleet
 from trio_cap.actors.fleet.runner import FleetSetupError, run_fleet
 from trio_cap.actors.orchestrator import Orchestrator, open_orchestrator
 from trio_cap.actors.relay import Relay
@@ -175,7 +175,8 @@ class FleetCore:
         self._runs += 1
         name = _claim(orch, self.fleet.name)
         fleet = attrs.evolve(self.fleet, task=text, name=name)
-        face = FaceMachine(self._ids, name)
+        face = FaceMachine(self._ids, name, frozenset(
+            r.source for r in fleet.routes if isinstance(r, BySubtask) and r.source))
         from_seq = orch.log.last_seq + 1
         failure: str | None = None
         with trio.CancelScope() as scope:

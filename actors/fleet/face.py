@@ -11,12 +11,14 @@ Rules (one line each; :meth:`FaceMachine.observe` keeps them in this order):
 
 * MEMBERS  ``fleet.member`` says which stream is which member and where it works; other
            streams are not the run's and are ignored.
-* PLAN     the face's plan is the fleet's master plan (``cap.plan`` on the fleet stream)
-           followed by one entry per message a member is given (the task, a route's
-           result, a mediated message): pending when queued, in progress when delivered,
+* PLAN     the face's plan is the fleet's master plan (``cap.plan`` on the fleet stream),
+           then one entry per message a member is given (the task, a route's result, a
+           mediated message): pending when queued, in progress when delivered,
            completed when the turn that took it ended ``end_turn``, cancelled when it
-           ended otherwise or was refused; each entry's ``_meta`` ``cap.assigned_to`` names
-           the member.  Every change is a new full ``cap.plan``.
+           ended otherwise or was refused; then each member's own latest plan, its
+           entries prefixed ``member: `` (not a ``by_subtask`` source's: its entries are
+           already master-plan entries).  Each entry's ``_meta`` names the member.
+           Every change is a new full ``cap.plan``.
 * TEXT     a member's assistant and thought text is relayed with ``_meta`` ``cap.member``
            and its message id prefixed by the member; when the speaker changes, the text
            starts with ``[member] `` (after a blank line if someone spoke before), so a
@@ -82,8 +84,12 @@ SUMMARY = 80
 
 
 class FaceMachine:
-    def __init__(self, relay: Relay, fleet: str) -> None:
+    def __init__(self, relay: Relay, fleet: str, planners: frozenset[str] = frozenset()) -> None:
         self.relay = relay
+        self.planners = planners
+        """Members whose own plan a ``by_subtask`` route adopts into the master plan."""
+        self.own: dict[str, tuple[PlanEntry, ...]] = {}
+        """member → its own latest plan"""
         self.fleet = fleet
         self.stream = f"fleet:{fleet}"
         self.members: dict[str, tuple[str, str]] = {}
@@ -172,7 +178,11 @@ class FaceMachine:
         return [self._plan()]
 
     def _plan(self) -> Plan:
-        return Plan(entries=(*self.master, *self.messages.values()))
+        own = tuple(PlanEntry(id=f"{member}.{e.id}", content=f"{member}: {e.content}",
+                              status=e.status, priority=e.priority,
+                              meta={**(e.meta or {}), MEMBER: member})
+                    for member, entries in self.own.items() for e in entries)
+        return Plan(entries=(*self.master, *self.messages.values(), *own))
 
     # ---- a member's stream -----------------------------------------------------------------
     def _member(self, sid: str, member: str, cwd: str, event: Event) -> list[Event]:
@@ -202,6 +212,11 @@ class FaceMachine:
             return [ToolCallEnd(call_id=f"{member}.{event.call_id}", output=event.output,
                                 is_error=event.is_error, duration_ms=event.duration_ms,
                                 meta={**(event.meta or {}), **meta})]
+        if kind is Plan:
+            if member in self.planners:
+                return []
+            self.own[member] = event.entries
+            return [self._plan()]
         if kind is PermissionRequest:
             self.asked[(sid, event.req_id)] = event
         elif kind is AskUser:

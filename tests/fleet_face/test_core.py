@@ -190,3 +190,15 @@ async def test_a_second_prompt_is_a_second_run_that_needs_free_worktrees(tmp_pat
     assert "exists" in error.message and "cap fleet clean" in error.message
     assert [env.event.task for env in log.read(1, "fleet:face") if env.kind ==
             "fleet.started"] == ["greet"]
+
+
+async def test_a_members_own_plan_is_merged_into_the_faces_plan(tmp_path):
+    planned = ('[[turn]]\nsteps = [ { plan = [ { content = "write hello.txt", status = '
+               '"completed" }, "say bonjour" ] }, { write = "hello.txt", content = '
+               '"bonjour\\n" }, { say = "hello.txt says bonjour." } ]\n')
+    client, _log = await _serve(tmp_path, make_fleet(tmp_path, fr_script=planned))
+    last = client.of(Plan)[-1].entries
+    own = [(e.content, e.status, e.meta["cap.member"]) for e in last if e.id.startswith("fr.")]
+    assert own == [("fr: write hello.txt", "completed", "fr"), ("fr: say bonjour", "pending",
+                                                                "fr")]
+    assert [e.content.split(":")[0] for e in last[:4]] == ["lead", "en", "fr", "lead"]
