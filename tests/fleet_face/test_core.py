@@ -17,6 +17,8 @@ from trio_cap.actors.bindings.base import TurnEnded
 from trio_cap.actors.fleet import load_fleet
 from trio_cap.actors.fleet_face import FLEET, FleetCore
 from trio_cap.events.kinds import (
+    AskUser,
+    AskUserAnswer,
     Cancel,
     CapError,
     CapSessionReady,
@@ -202,3 +204,27 @@ async def test_a_members_own_plan_is_merged_into_the_faces_plan(tmp_path):
     assert own == [("fr: write hello.txt", "completed", "fr"), ("fr: say bonjour", "pending",
                                                                 "fr")]
     assert [e.content.split(":")[0] for e in last[:4]] == ["lead", "en", "fr", "lead"]
+
+
+async def test_a_members_ask_is_asked_named_and_its_answer_goes_back(tmp_path):
+    asking = ('[[turn]]\nsteps = [ { ask = "Tu or vous?", options = ["tu", "vous"] }, '
+              '{ say = "bonjour, as asked." } ]\n')
+    path = make_fleet(tmp_path, en_permissions="allow", fr_script=asking)
+    client = Client()
+    log = MemoryEventLog()
+    core = FleetCore(load_fleet(path), client.emit, session_id="face-1", log=log)
+    with trio.fail_after(SECONDS):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(core.run, client.recv)
+            await client.send.send(SessionConfig(cwd=str(tmp_path / "repo")))
+            await client.send.send(UserInputInject(content=(ContentBlock(text="greet"),)))
+            ask = await client.wait(lambda out: next(
+                (e for e in out if isinstance(e, AskUser)), None))
+            await client.send.send(AskUserAnswer(ask_id=ask.ask_id, value="vous"))
+            await client.wait(lambda out: any(isinstance(e, TurnEnded) for e in out))
+            await client.send.aclose()
+    assert (ask.ask_id, ask.meta["cap.member"]) == ("ask_1", "fr")
+    assert ask.prompt == "[fr] Tu or vous?"
+    (answered,) = [env.event for env in log.read(1, "face.fr") if env.kind == "ask.answered"]
+    assert (answered.value, answered.by) == ("vous", "human")
+    assert client.out[-1] == TurnEnded("end_turn")
