@@ -92,8 +92,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="with --serve: play this session's recorded agent side back as a "
                      "live agent")
     rep.add_argument("--serve", metavar="BINDING",
-                     help="the binding to serve the played-back agent on (stream-json: on "
-                     "stdin/stdout)")
+                     help="the binding to serve the played-back agent on, the one it was "
+                     "recorded over: stream-json or acp on stdin/stdout, pty on the terminal "
+                     "it is started in")
+    rep.add_argument("--fast", action="store_true",
+                     help="with --serve pty: write the recorded output as soon as the driver "
+                     "has typed what the recorded one did, not with the recorded gaps")
     rep.set_defaults(func=replay_log)
     log_pg_cmd.register(log_sub)
     export_cmd.register(log_sub)

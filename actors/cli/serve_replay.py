@@ -1,43 +1,67 @@
-"""``cap replay LOG --agent SESSION_ID --serve stream-json``: a recorded agent on stdio.
+"""``cap replay LOG --agent SESSION_ID --serve stream-json|acp|pty``: a recorded agent on stdio.
 
 The Trio shell of :class:`~trio_cap.actors.replay.playback.Playback`: stdin is
-read as lines, stdout gets the recorded bytes.  ``cap run --agent
-replay:LOG#SESSION`` starts it as ``python -m trio_cap.actors.cli.serve_replay
-LOG SESSION [driver flags]``: the flags a stream-json driver adds (Claude
-Code's own) are accepted, and ``--session-id`` / ``--resume`` name the live
-agent session id, used in place of the recorded one.
+read as lines (stream-json, ACP) or bytes (PTY), stdout gets the recorded
+bytes.  On a terminal (PTY) the playback first puts it in raw mode, as the
+recorded program did (its echo is in the recording; the terminal's own would
+double it), and keeps the recorded gaps between the driver's keys and the
+program's output unless ``--fast``.  ``cap run --agent replay:LOG#SESSION``
+starts it as ``python -m trio_cap.actors.cli.serve_replay LOG SESSION [driver
+flags]`` over the binding the session was recorded on: the flags a stream-json
+driver adds (Claude Code's own) are accepted, and ``--session-id`` /
+``--resume`` name the live agent session id, used in place of the recorded one.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import trio
 
 from trio_cap.actors.cli.common import EXIT_OK, UsageError
 from trio_cap.actors.replay.check import group_sessions
-from trio_cap.actors.replay.playback import CloseOutput, Exit, Expect, Playback, Write
-from trio_cap.events.kinds import SessionReady
+from trio_cap.actors.replay.playback import (
+    SERVABLE,
+    CloseOutput,
+    Exit,
+    Expect,
+    Hold,
+    Playback,
+    Write,
+)
+from trio_cap.events.envelope import Envelope
+from trio_cap.events.kinds import SessionReady, SessionStarting
 
-SERVABLE = ("stream-json",)
-"""Bindings a recorded agent can be served on in this build."""
+
+def _recorded(log_path: str, session: str) -> list[Envelope]:
+    from trio_cap.actors.cli.log_cmd import open_readonly
+
+    log = open_readonly(log_path)
+    try:
+        streams = group_sessions([log.read()], session)
+    finally:
+        log.close()
+    if session not in streams:
+        raise UsageError(f"no session {session!r} in {log_path}")
+    return streams[session]
+
+
+def recorded_binding(recorded: list[Envelope]) -> str | None:
+    """The binding the session's agent spoke (its last connection's, after a fallback)."""
+    found = [e.event.binding for e in recorded  # type: ignore[attr-defined]
+             if type(e.event) is SessionStarting]
+    return found[-1] if found else None
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    from trio_cap.actors.cli.log_cmd import open_readonly
-
     if args.agent is None or args.serve is None:
         raise UsageError("--agent SESSION_ID and --serve BINDING go together")
     if args.serve not in SERVABLE:
         raise UsageError(f"--serve {args.serve}: this build plays a recorded agent back over "
                          f"{', '.join(SERVABLE)} only")
-    log = open_readonly(args.log)
-    streams = group_sessions([log.read()], args.agent)
-    log.close()
-    if args.agent not in streams:
-        raise UsageError(f"no session {args.agent!r} in {args.log}")
-    recorded = streams[args.agent]
+    recorded = _recorded(args.log, args.agent)
     try:
         playback = Playback(recorded, args.serve)
     except ValueError as exc:
@@ -47,7 +71,7 @@ def serve_command(args: argparse.Namespace) -> int:
                 if type(e.event) is SessionReady), None)
     if live and old and live != old:
         playback.subs[old] = live
-    return trio.run(_serve, playback)
+    return trio.run(_serve, playback, bool(getattr(args, "fast", False)))
 
 
 def _live_session_id(argv: list[str]) -> str | None:
@@ -60,11 +84,32 @@ def _live_session_id(argv: list[str]) -> str | None:
     return None
 
 
-async def _serve(playback: Playback) -> int:
+async def _serve(playback: Playback, fast: bool = False) -> int:
+    terminal = playback.binding == "pty"
+    if terminal and os.isatty(sys.stdin.fileno()):
+        import tty
+
+        tty.setraw(sys.stdin.fileno())  # no echo, no line editing, output as recorded
     stdin = trio.lowlevel.FdStream(sys.stdin.fileno())
     stdout = trio.lowlevel.FdStream(sys.stdout.fileno())
     buffered = bytearray()
     eof = False
+    timed = terminal and not fast
+    mark: tuple[float, float] | None = None
+    """(recorded time, live time) of the last step: the next write keeps the recorded gap."""
+
+    async def keys(n: int) -> bytes | None:
+        nonlocal eof
+        while len(buffered) < n and not eof:
+            chunk = await stdin.receive_some(65536)
+            if not chunk:
+                eof = True
+            buffered.extend(chunk)
+        if len(buffered) < n:
+            return None
+        got = bytes(buffered[:n])
+        del buffered[:n]
+        return got
 
     async def lines(n: int) -> bytes | None:
         nonlocal eof
@@ -83,6 +128,9 @@ async def _serve(playback: Playback) -> int:
         return got
 
     for step in playback.steps():
+        at = getattr(step, "at", None)
+        if timed and mark is not None and at is not None and type(step) is Write:
+            await trio.sleep_until(mark[1] + max(0.0, at - mark[0]))  # the recorded gap
         if type(step) is Write:
             if step.stderr:
                 sys.stderr.buffer.write(step.data)
@@ -95,7 +143,7 @@ async def _serve(playback: Playback) -> int:
                     chunk = await stdin.receive_some(65536)
                     eof = not chunk
                 continue
-            got = await lines(step.lines)
+            got = await (keys(step.size) if terminal else lines(step.lines))
             if got is None:  # the driver closed stdin earlier than the recorded one did
                 print("cap: replay: the driver closed stdin before the recording ended; "
                       "stopping the playback", file=sys.stderr)
@@ -105,6 +153,12 @@ async def _serve(playback: Playback) -> int:
             await stdout.aclose()
         elif type(step) is Exit:
             return step.code
+        elif type(step) is Hold:
+            while not eof:  # until the driver closes our input (a terminal: hangs up)
+                eof = not await stdin.receive_some(65536)
+            return EXIT_OK
+        if at is not None:
+            mark = (at, trio.current_time())
     return EXIT_OK
 
 
@@ -113,12 +167,15 @@ def main(argv: list[str]) -> int:
     from trio_cap.actors.cli.errors import report
 
     if len(argv) < 2:
-        print("usage: python -m trio_cap.actors.cli.serve_replay LOG SESSION_ID [flags]",
+        print("usage: python -m trio_cap.actors.cli.serve_replay LOG SESSION_ID [--cap-fast] "
+              "[flags]",
               file=sys.stderr)
         return 2
-    args = argparse.Namespace(log=argv[0], agent=argv[1], serve="stream-json",
-                              driver_flags=argv[2:])
+    fast = "--cap-fast" in argv[2:]
+    args = argparse.Namespace(log=argv[0], agent=argv[1], serve=None, fast=fast,
+                              driver_flags=[a for a in argv[2:] if a != "--cap-fast"])
     try:
+        args.serve = recorded_binding(_recorded(args.log, args.agent)) or "stream-json"
         return serve_command(args)
     except BaseException as exc:  # one line and an exit code, as every cap command
         return report(exc)

@@ -22,7 +22,12 @@ from trio_cap.actors.manifest.validate import ManifestInvalid, validate_data
 
 PREFIXES = {"pty": "pty", "stream-json": "stream-json", "acp": "acp", "a2a": "a2a",
             "replay": "stream-json"}
-"""Spec prefix → binding name (``replay:LOG#SESSION``: a recorded agent played back)."""
+"""Spec prefix → binding name (``replay:LOG#SESSION``: a recorded agent played back, over
+the binding it was recorded on: :func:`replay_binding`)."""
+
+PTY_RECORDED = "x-pty-recorded"
+"""Manifest table a played-back PTY session carries: the recorded session's PTY settings
+(its patterns, size, timings), so the driver reads the playback as it read the original."""
 
 READY_ANY_OUTPUT = "\\S"
 """Without knowing the program, any visible output counts as started."""
@@ -53,7 +58,7 @@ def _argv(spec: str, rest: str) -> list[str]:
 
 
 def _replay_argv(spec: str, rest: str) -> list[str]:
-    """What ``cap replay LOG --agent SESSION --serve stream-json`` runs, as a program that
+    """What ``cap replay LOG --agent SESSION --serve BINDING`` runs, as a program that
     also takes the flags a stream-json driver adds (Claude Code's)."""
     log, sep, session = rest.rpartition("#")
     if not sep or not log or not session:
@@ -62,6 +67,38 @@ def _replay_argv(spec: str, rest: str) -> list[str]:
         raise AdHocError(f"{spec!r}: no log file {log!r}")
     return [sys.executable, "-m", "trio_cap.actors.cli.serve_replay", os.path.abspath(log),
             session]
+
+
+def replay_binding(spec: str, log: str, session: str) -> tuple[str, dict[str, Any] | None]:
+    """The binding ``session`` was recorded over in ``log`` (its last connection's), and for
+    PTY the machine settings it recorded."""
+    from trio_cap.events.kinds import FrameOut, SessionStarting
+    from trio_cap.events.log import FileEventLog
+
+    try:
+        opened = FileEventLog(log, readonly=True)
+    except Exception as exc:  # a damaged or foreign file: one line, as any bad input
+        raise AdHocError(f"{spec!r}: cannot read {log!r}: {exc}") from None
+    binding: str | None = None
+    settings: dict[str, Any] | None = None
+    try:
+        for env in opened.read():
+            if env.stream != session:
+                continue
+            ev = env.event
+            if type(ev) is SessionStarting:
+                binding = ev.binding
+            elif type(ev) is FrameOut and isinstance(ev.frame, dict) and \
+                    isinstance(ev.frame.get("pty_machine"), dict):
+                settings = ev.frame["pty_machine"].get("settings")
+    finally:
+        opened.close()
+    if binding is None:
+        raise AdHocError(f"{spec!r}: no session {session!r} in {log!r}")
+    if binding not in ("stream-json", "acp", "pty"):
+        raise AdHocError(f"{spec!r}: the session was recorded over {binding}; a recorded "
+                         "agent is played back over stream-json, acp or pty")
+    return binding, settings
 
 
 def _name_from(text: str) -> str:
@@ -78,6 +115,7 @@ def adhoc_manifest(spec: str) -> tuple[Manifest, str]:
     fast_path: dict[str, Any] = {
         "stream_json": False, "acp_stdio": False, "a2a_serve_at": False, "grpc": False,
     }
+    extra: dict[str, Any] = {}
     if binding == "a2a":
         parts = urlsplit(rest)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -90,7 +128,13 @@ def adhoc_manifest(spec: str) -> tuple[Manifest, str]:
     elif spec.startswith("replay:"):
         argv = _replay_argv(spec, rest)
         name = _name_from(f"replay-{rest.rpartition('#')[2]}")
-        fast_path["stream_json"] = argv
+        binding, recorded = replay_binding(spec, argv[-2], argv[-1])
+        if binding == "stream-json":
+            fast_path["stream_json"] = argv
+        elif binding == "acp":
+            fast_path["acp_stdio"] = argv
+        elif recorded is not None:
+            extra[PTY_RECORDED] = recorded
     else:
         argv = _argv(spec, rest)
         name = _name_from(os.path.basename(argv[0]))
@@ -104,6 +148,7 @@ def adhoc_manifest(spec: str) -> tuple[Manifest, str]:
         "fast_path": fast_path,
         "pty": {"cols": 120, "rows": 40},
         "capabilities": {"streaming_output": True},
+        **extra,
     }
     try:
         return validate_data(raw, f"ad-hoc spec {spec!r}"), binding

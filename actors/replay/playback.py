@@ -7,13 +7,20 @@ session's frames:
 
 * a ``frame.in`` is written to the driver as recorded (its exact bytes);
   ``eof`` closes the output; ``signal gone`` ends the agent with the
-  recorded exit code;
+  recorded exit code; the other signals (a PTY's ticks, sends, its child's
+  exit) are the driver's own steps, not the agent's: skipped;
 * a ``frame.out`` means "the recorded driver wrote this here": the playback
-  waits until the live driver has written as many lines (its content is the
-  new driver's business), and learns the ids it used instead of the recorded
-  ones (``uuid``, ``request_id``, ``session_id``), so the answers that echo
-  them carry the live ids;
+  waits until the live driver has written as many lines (stream-json, ACP:
+  line-framed) or bytes (PTY: keys), their content being the new driver's
+  business, and learns the ids it used instead of the recorded ones
+  (``uuid``, ``request_id``, ``session_id``), so the answers that echo them
+  carry the live ids; a frame.out that holds no bytes (the connection's
+  settings) is no write;
 * stderr the agent wrote (``agent.raw`` from stderr) goes to stderr.
+
+Each step carries its recorded time (``at``, the connection's clock), so the
+shell can keep the original gaps between what the driver wrote and what the
+agent answered (a PTY's settle rules read time), or go as fast as it can.
 
 :class:`Playback` is the walk without I/O (what to write, how many lines to
 wait for); the Trio shell is :mod:`trio_cap.actors.cli.serve_replay`.
@@ -34,10 +41,15 @@ from trio_cap.events.kinds import AgentRaw, FrameIn, FrameOut
 ID_KEYS = ("uuid", "request_id", "session_id", "tool_use_id")
 
 
+SERVABLE = ("stream-json", "acp", "pty")
+"""Bindings a recorded agent is played back over on stdio (PTY: the terminal's)."""
+
+
 @attrs.frozen
 class Write:
     data: bytes
     stderr: bool = False
+    at: float | None = None
 
 
 @attrs.frozen
@@ -47,6 +59,9 @@ class Expect:
     lines: int
     recorded: bytes
     eof: bool = False
+    size: int = 0
+    """Bytes to wait for instead of lines (a PTY's keys are no lines)."""
+    at: float | None = None
 
 
 @attrs.frozen
@@ -60,7 +75,13 @@ class Exit:
     reason: str
 
 
-Step = Write | Expect | CloseOutput | Exit
+@attrs.frozen
+class Hold:
+    """The recording ends with the agent still there: stay until the driver lets it go
+    (closes its input, or hangs up the terminal), as the agent did."""
+
+
+Step = Write | Expect | CloseOutput | Exit | Hold
 
 
 class Playback:
@@ -74,6 +95,7 @@ class Playback:
             raise ValueError(f"the session was recorded over {', '.join(sorted(bindings))}, "
                              f"not {binding}")
         self.recorded = recorded
+        self.binding = binding
         self.subs: dict[str, str] = {}
 
     def steps(self) -> Iterator[Step]:
@@ -84,21 +106,29 @@ class Playback:
                 if ev.frame == {"stdin": "closed"}:  # type: ignore[attr-defined]
                     yield Expect(0, b"", eof=True)
                     continue
-                data = frame_bytes(ev) or b""  # type: ignore[arg-type]
-                yield Expect(data.count(b"\n"), data)
+                data = frame_bytes(ev)  # type: ignore[arg-type]
+                if data is None:
+                    continue  # the connection's settings, recorded: nothing was written
+                if self.binding == "pty":
+                    yield Expect(0, data, size=len(data), at=ev.t)  # type: ignore[attr-defined]
+                else:
+                    yield Expect(data.count(b"\n"), data, at=ev.t)  # type: ignore[attr-defined]
             elif kind is FrameIn:
-                if ev.signal == "gone":  # type: ignore[attr-defined]
+                signal = ev.signal  # type: ignore[attr-defined]
+                if signal == "gone":
                     yield Exit(ev.exit_code or 0, ev.text or "")  # type: ignore[attr-defined]
                     return
+                if signal is not None:
+                    continue  # the driver's own step (a tick, a send), not the agent's
                 if ev.eof:  # type: ignore[attr-defined]
                     yield CloseOutput()
                     continue
                 data = frame_bytes(ev)  # type: ignore[arg-type]
                 if data:
-                    yield Write(self.substitute(data))
+                    yield Write(self.substitute(data), at=ev.t)  # type: ignore[attr-defined]
             elif kind is AgentRaw and ev.source == "stderr":  # type: ignore[attr-defined]
                 yield Write((ev.text + "\n").encode(), stderr=True)  # type: ignore[attr-defined]
-        yield Exit(0, "the recording ends here")
+        yield Hold()
 
     def learn(self, recorded: bytes, live: bytes) -> None:
         """Ids the live driver used where the recorded one used others (same lines, in order)."""

@@ -61,8 +61,13 @@ def test_the_serve_command_writes_the_recorded_bytes_in_answer(original):
 
 def test_serve_failure_paths(original, tmp_path):
     cwd, sid, _ = original
+    assert_clean(cap("replay", "o.caplog", "--agent", sid, "--serve", "a2a", cwd=cwd), 2,
+                 "--serve a2a: this build plays a recorded agent back over stream-json, acp, "
+                 "pty only")
     assert_clean(cap("replay", "o.caplog", "--agent", sid, "--serve", "acp", cwd=cwd), 2,
-                 "--serve acp: this build plays a recorded agent back over stream-json only")
+                 "the session was recorded over stream-json, not acp")
+    assert_clean(cap("run", "--agent", "replay:o.caplog#sess-nope", "--task", "hi",
+                     "--headless", cwd=cwd), 2, "no session 'sess-nope' in")
     assert_clean(cap("replay", "o.caplog", "--agent", "sess-nope", "--serve", "stream-json",
                      cwd=cwd), 2, "no session 'sess-nope'")
     assert_clean(cap("run", "--task", "hi", "--headless", "--record", "off", "--log",

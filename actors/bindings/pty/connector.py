@@ -62,6 +62,7 @@ from trio_cap.actors.bindings.pty.machine_rules import (
 from trio_cap.actors.bindings.pty.ptyproc import PtyProcess, describe_status, spawn_pty
 from trio_cap.actors.connection import AgentSpec, ConnectError
 from trio_cap.actors.ids import IdSource, RandomIds
+from trio_cap.actors.manifest.adhoc import PTY_RECORDED
 from trio_cap.actors.manifest.model import IDLE_DEFAULT, Manifest
 from trio_cap.actors.manifest.regex import PatternError, compile_line_pattern
 from trio_cap.actors.recording import Recorder
@@ -388,7 +389,12 @@ class PtyConnector:
         recorder = spec.options.get("recorder")  # `cap run --record raw` opts in to raw bytes
         recorder = recorder if isinstance(recorder, Recorder) else None
         raw = self.raw_bytes or bool(getattr(recorder, "raw", False))
-        settings = settings_for(manifest, raw_bytes=raw, options=spec.options)
+        recorded = manifest.extensions.get(PTY_RECORDED)
+        if isinstance(recorded, dict):  # a played-back session: read as the original was
+            settings = dataclasses.replace(settings_from_record(recorded), raw_bytes=bool(
+                raw or spec.options.get(RAW_OPTION)))
+        else:
+            settings = settings_for(manifest, raw_bytes=raw, options=spec.options)
         timeout = (self.init_timeout if self.init_timeout is not None
                    else manifest.startup.init_timeout_seconds)
         ids: IdSource = spec.ids or RandomIds()
