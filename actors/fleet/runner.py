@@ -182,7 +182,7 @@ class _Shell:
         """The run was stopped from outside: its sessions closed, its stream ended."""
         async with trio.open_nursery() as nursery:
             for session in self.sessions.values():
-                nursery.start_soon(_close, session)
+                nursery.start_soon(_close_or_gone, session)
         if not self.ended:
             self.ended = True
             spent = self.machine.spent if self.machine is not None else 0.0
@@ -261,6 +261,21 @@ class _Shell:
         async with trio.open_nursery() as nursery:
             for session in self.sessions.values():
                 nursery.start_soon(_close, session)
+
+
+async def _close_or_gone(session: Session) -> None:
+    """Close ``session``, or stop waiting once its actor has finished anyway: when the
+    whole orchestrator is being cancelled (SIGTERM of ``cap agent --fleet``) its sessions
+    end on their own, and a close waiting for the projection to see it would wait for a
+    projection that has stopped."""
+    async with trio.open_nursery() as nursery:
+        async def close() -> None:
+            await _close(session)
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(close)
+        await session.gone.wait()
+        nursery.cancel_scope.cancel()
 
 
 async def _close(session: Session) -> None:

@@ -15,6 +15,7 @@ from tests.fleet_face.helpers import FAILS, git, make_fleet
 from trio_cap.actors.agent.core import Emitted
 from trio_cap.actors.bindings.base import TurnEnded
 from trio_cap.actors.fleet import load_fleet
+from trio_cap.actors.fleet.runner import CLOSE_GRACE
 from trio_cap.actors.fleet_face import FLEET, FleetCore
 from trio_cap.events.kinds import (
     AskUser,
@@ -228,3 +229,25 @@ async def test_a_members_ask_is_asked_named_and_its_answer_goes_back(tmp_path):
     (answered,) = [env.event for env in log.read(1, "face.fr") if env.kind == "ask.answered"]
     assert (answered.value, answered.by) == ("vous", "human")
     assert client.out[-1] == TurnEnded("end_turn")
+
+
+async def test_the_whole_core_cancelled_still_ends_the_fleet_stream_promptly(tmp_path):
+    """SIGTERM of ``cap agent --fleet`` cancels the core and its orchestrator at once: the
+    members end with the orchestrator, and the fleet's stream still gets its end — without
+    waiting out the close grace for a projection that has stopped."""
+    client = Client()
+    log = MemoryEventLog()
+    core = FleetCore(load_fleet(make_fleet(tmp_path)), client.emit, log=log)
+    with trio.fail_after(SECONDS):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(core.run, client.recv)
+            await client.send.send(SessionConfig(cwd=str(tmp_path / "repo")))
+            await client.send.send(UserInputInject(content=(ContentBlock(text="greet"),)))
+            await client.wait(lambda out: any(isinstance(e, PermissionRequest) for e in out))
+            nursery.cancel_scope.cancel()
+            stopping = trio.current_time()
+    assert trio.current_time() - stopping < CLOSE_GRACE / 2
+    kinds = [env.kind for env in log.read(1, "fleet:face")]
+    assert kinds[-1] == "fleet.failed"
+    for member in ("lead", "en", "fr"):
+        assert [env.kind for env in log.read(1, f"face.{member}")][-1] == "session.cancelled"
