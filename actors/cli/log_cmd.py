@@ -94,7 +94,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     rep.add_argument("--serve", metavar="BINDING",
                      help="the binding to serve the played-back agent on, the one it was "
                      "recorded over: stream-json or acp on stdin/stdout, pty on the terminal "
-                     "it is started in")
+                     "it is started in, a2a on --listen")
+    rep.add_argument("--listen", metavar="HOST:PORT",
+                     help="with --serve a2a: the address to serve the recorded agent on "
+                     "(port 0: a free one, printed)")
     rep.add_argument("--fast", action="store_true",
                      help="with --serve pty: write the recorded output as soon as the driver "
                      "has typed what the recorded one did, not with the recorded gaps")

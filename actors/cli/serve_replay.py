@@ -58,10 +58,14 @@ def recorded_binding(recorded: list[Envelope]) -> str | None:
 def serve_command(args: argparse.Namespace) -> int:
     if args.agent is None or args.serve is None:
         raise UsageError("--agent SESSION_ID and --serve BINDING go together")
-    if args.serve not in SERVABLE:
+    if args.serve not in (*SERVABLE, "a2a"):
         raise UsageError(f"--serve {args.serve}: this build plays a recorded agent back over "
-                         f"{', '.join(SERVABLE)} only")
+                         f"{', '.join(SERVABLE)} or a2a only")
     recorded = _recorded(args.log, args.agent)
+    if args.serve == "a2a":
+        from trio_cap.actors.cli.serve_replay_a2a import serve_a2a_playback
+
+        return serve_a2a_playback(args, recorded)
     try:
         playback = Playback(recorded, args.serve)
     except ValueError as exc:

@@ -95,9 +95,13 @@ def replay_binding(spec: str, log: str, session: str) -> tuple[str, dict[str, An
         opened.close()
     if binding is None:
         raise AdHocError(f"{spec!r}: no session {session!r} in {log!r}")
+    if binding == "a2a":
+        raise AdHocError(f"{spec!r}: the session was recorded over a2a, which is played back "
+                         f"on a port: cap replay {log} --agent {session} --serve a2a --listen "
+                         "127.0.0.1:0, then --agent a2a:URL")
     if binding not in ("stream-json", "acp", "pty"):
         raise AdHocError(f"{spec!r}: the session was recorded over {binding}; a recorded "
-                         "agent is played back over stream-json, acp or pty")
+                         "agent is played back over stream-json, acp, pty or a2a")
     return binding, settings
 
 

@@ -61,9 +61,14 @@ def test_the_serve_command_writes_the_recorded_bytes_in_answer(original):
 
 def test_serve_failure_paths(original, tmp_path):
     cwd, sid, _ = original
+    assert_clean(cap("replay", "o.caplog", "--agent", sid, "--serve", "grpc", cwd=cwd), 2,
+                 "--serve grpc: this build plays a recorded agent back over stream-json, acp, "
+                 "pty or a2a only")
     assert_clean(cap("replay", "o.caplog", "--agent", sid, "--serve", "a2a", cwd=cwd), 2,
-                 "--serve a2a: this build plays a recorded agent back over stream-json, acp, "
-                 "pty only")
+                 "--serve a2a needs --listen HOST:PORT")
+    assert_clean(cap("replay", "o.caplog", "--agent", sid, "--serve", "a2a", "--listen",
+                     "127.0.0.1:0", cwd=cwd), 2, "the session was recorded over stream-json, "
+                 "not a2a")
     assert_clean(cap("replay", "o.caplog", "--agent", sid, "--serve", "acp", cwd=cwd), 2,
                  "the session was recorded over stream-json, not acp")
     assert_clean(cap("run", "--agent", "replay:o.caplog#sess-nope", "--task", "hi",
