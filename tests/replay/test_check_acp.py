@@ -12,8 +12,11 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.driver_acp.conftest import peer_program, sdk_python
+from tests.driver_acp.conftest import model_server, peer_program, sdk_python
+from tests.harness.conftest import PeerFactory, peer
 from tests.replay.helpers import NO_AGENTS, assert_clean, cap, read_log, sessions_of
+from trio_cap.actors.bindings.acp.connector import AcpConnector
+from trio_cap.actors.model_server import ModelServer
 from trio_cap.actors.orchestrator import open_orchestrator
 from trio_cap.actors.replay.check import check_sessions, group_sessions
 from trio_cap.events.kinds import (
@@ -31,6 +34,7 @@ from trio_cap.events.log import MemoryEventLog
 pytestmark = pytest.mark.peers  # the official SDKs' peers (cap peers install)
 
 SECONDS = 60
+__all__ = ["model_server", "peer"]  # fixtures, for the real agents' test
 EXERCISER = Path(__file__).parents[1] / "driver_acp" / "exerciser_agent.py"
 
 
@@ -146,3 +150,43 @@ def test_a_log_from_before_the_client_options_were_recorded_is_checked_from_even
             if not (type(e.event) is FrameOut and isinstance(e.event.frame, dict))]
     result = check_sessions(group_sessions([envs]))
     assert result.undecoded == {"acp"}
+
+
+# ---- real ACP agents on the scripted model server ---------------------------------------------
+
+REAL = ["opencode", "codex-acp", "gemini-cli", "claude-code-acp"]
+
+
+@pytest.mark.parametrize("name", REAL)
+async def test_a_real_agents_write_and_cancel_replay_through_the_acp_machine(
+        name: str, peer: PeerFactory, model_server: ModelServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real agent's turn that writes a file (a permission answered by policy), a reply
+    cancelled mid-stream and one more turn, recorded, then checked offline."""
+    from tests.driver_acp.test_real_agents import SECONDS as REAL_SECONDS
+    from tests.driver_acp.test_real_agents import options, script
+
+    penv, workdir = peer(name)
+    monkeypatch.setenv("PATH", penv.env["PATH"])
+    model_server.set_script(script(name, workdir / "hello.txt"))
+    log = MemoryEventLog()
+    with trio.fail_after(REAL_SECONDS):
+        async with open_orchestrator(log, grace=10.0) as orch:
+            orch.record = "frames"
+            orch.connectors["acp"] = AcpConnector(env=penv.env, inherit_env=False)
+            session = await orch.start_session(name, "acp", cwd=workdir, permissions="allow",
+                                               options=options(name))
+            written = await session.run_turn("create hello.txt please")
+            await session.inject("talk slowly please")
+            while not [t for t in await _texts(log, session.id) if "word" in t]:
+                seen = log.last_seq
+                await orch.wait_until(lambda s, seen=seen: s.last_seq > seen)
+            await session.cancel()
+            await session.wait_status("ready")
+            after = await session.run_turn("say hi")
+            await session.close()
+    assert "Done." in written.text and "hello after the cancel" in after.text
+    envs = log.read()
+    result = check_sessions(group_sessions([envs]))
+    assert result.sessions == 1 and not result.undecoded
+    assert result.events == sum(1 for e in envs if e.stream)
