@@ -8,12 +8,17 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 import trio
 
 from tests.agent_pty.conftest import turn_answering
+from tests.driver_acp.conftest import model_server
 from tests.driver_pty.test_sessions import kinds, orchestrator, write_manifest
+from tests.driver_pty_real.conftest import peer, pty_orch
 from tests.replay.helpers import WITH_CAP, assert_clean, cap, read_log, sessions_of
+from trio_cap.actors.model_server import ModelServer, script_from_obj
 from trio_cap.actors.replay.check import check_sessions, group_sessions
 from trio_cap.events.kinds import (
     CapError,
@@ -23,6 +28,8 @@ from trio_cap.events.kinds import (
     SessionIdle,
     TextChunk,
 )
+
+__all__ = ["model_server", "peer", "pty_orch"]  # fixtures, for the real TUIs' test
 
 
 def _signals(envs: list, sid: str) -> set[str | None]:
@@ -133,3 +140,32 @@ def test_a_pty_log_without_its_machine_record_is_checked_from_events(tmp_path):
             if not (type(e.event) is FrameOut and isinstance(e.event.frame, dict))]
     assert check_sessions(group_sessions([envs])).undecoded == {"pty"}
     assert trio  # the async tests above run on trio
+
+
+# ---- real agents' TUIs on the scripted model server -----------------------------------------
+
+REAL_TUIS = ["opencode", "claude-code", "gemini-cli", "codex", "aider"]
+
+
+@pytest.mark.peers
+@pytest.mark.parametrize("name", REAL_TUIS)
+async def test_a_real_tui_session_replays_through_the_pty_machine(
+        name: str, pty_orch: Any, model_server: ModelServer) -> None:
+    """A real agent's TUI (redraws, spinners, terminal queries): two turns, recorded step by
+    step, then checked offline."""
+    from tests.driver_pty_real.test_real_tuis import SCRIPT, SECONDS
+
+    model_server.set_script(script_from_obj(SCRIPT))
+    orch, workdir = pty_orch(name)
+    with trio.fail_after(SECONDS):
+        session = await orch.start_session(name, "pty", cwd=workdir, permissions="allow",
+                                           record="frames")
+        first = await session.run_turn("please answer zzfirst")
+        second = await session.run_turn("now zzsecond")
+        await session.close()
+    assert "first scripted reply" in first.text and "second scripted reply" in second.text
+    envs = orch.log.read()
+    assert sum(type(e.event) is FrameIn for e in envs) > 20
+    result = check_sessions(group_sessions([envs]))
+    assert result.sessions == 1 and not result.undecoded
+    assert result.events == sum(1 for e in envs if e.stream)
