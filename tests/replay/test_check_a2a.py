@@ -13,7 +13,15 @@ import trio
 
 from tests.driver_a2a.conftest import SECONDS, SPELLINGS
 from tests.driver_a2a.servers import A2aServer, CapAsk, Chunks, Echo, Slow
-from tests.replay.helpers import NO_AGENTS, assert_clean, cap, read_log, sessions_of
+from tests.replay.helpers import (
+    CAP,
+    NO_AGENTS,
+    WITH_CAP,
+    assert_clean,
+    cap,
+    read_log,
+    sessions_of,
+)
 from trio_cap.actors.orchestrator import Orchestrator, open_orchestrator
 from trio_cap.actors.replay.check import check_sessions, group_sessions
 from trio_cap.events.kinds import AgentRaw, AskUser, FrameIn, FrameOut, TextChunk
@@ -117,3 +125,27 @@ def test_check_with_a_patched_a2a_machine_fails_at_its_first_text_readably(tmp_p
     assert result.stderr.strip().splitlines() == [
         f"cap: replay check failed: session {first_text.stream} diverges at seq "
         f"{first_text.seq}"]
+
+
+def test_cap_run_against_cap_serve_a2a_then_check(tmp_path):
+    """trio-cap's own A2A server (cap-agent behind it, with the CAP extension: plans,
+    thoughts, tool calls and permission asks as data parts) as the recorded peer."""
+    serve = subprocess.Popen([*CAP, "serve", "a2a", "--listen", "127.0.0.1:0", "--agent",
+                              "cap-agent", "--permissions", "allow", "--log", "srv.caplog"],
+                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=WITH_CAP)
+    try:
+        line = serve.stdout.readline()  # type: ignore[union-attr]
+        assert "listening on " in line, (line, serve.stderr.read())  # type: ignore[union-attr]
+        url = line.split("listening on ")[1].split()[0]
+        run = cap("run", "--agent", f"a2a:{url}", "--task",
+                  "plan: a; b\nthink: first\nwrite f.txt: hi\nsome words", "--next", "run: ls",
+                  "--permissions", "allow", "--headless", "--log", "a.caplog", cwd=tmp_path)
+    finally:
+        serve.terminate()
+        serve.wait(timeout=30)
+    assert_clean(run, 0)
+    (recorded,) = sessions_of(tmp_path / "a.caplog").values()
+    checked = cap("replay", "a.caplog", "--check", cwd=tmp_path, env=NO_AGENTS)
+    assert_clean(checked, 0, f"checked {len(recorded)} events of 1 session(s)")
+    assert "no replay machine" not in checked.stdout + checked.stderr
