@@ -130,16 +130,41 @@ class EventLog(ABC):
     def _read_stream(self, stream: str, start: int, end: int) -> list[Envelope]:
         """One stream's events through the index: each run of consecutive seqs is one
         range read (one appended batch is one stream, so a run is whole records)."""
+        out: list[Envelope] = []
+        for lo, hi in self._stream_runs(stream, start, end):
+            out.extend(self._read_range(lo, hi))
+        return out
+
+    def _stream_runs(self, stream: str, start: int, end: int) -> list[tuple[int, int]]:
         seqs = self._stream_seqs.get(stream, [])
         lo, hi = bisect_left(seqs, start), bisect_right(seqs, end)
-        out: list[Envelope] = []
+        runs: list[tuple[int, int]] = []
         i = lo
         while i < hi:
             j = i
             while j + 1 < hi and seqs[j + 1] == seqs[j] + 1:
                 j += 1
-            out.extend(self._read_range(seqs[i], seqs[j]))
+            runs.append((seqs[i], seqs[j]))
             i = j + 1
+        return runs
+
+    async def _read_range_async(self, from_seq: int, to_seq: int) -> list[Envelope]:
+        """:meth:`_read_range` for a subscriber in the event loop: a backend whose older
+        events are a network round trip away (PostgreSQL) reads them off the loop."""
+        return self._read_range(from_seq, to_seq)
+
+    _reads_old_streams = False
+    """The backend can read one stream's events from before this process opened it by an
+    index of its own (:meth:`_read_old_stream_async`), not by scanning every stream's."""
+
+    async def _read_old_stream_async(self, stream: str, start: int, end: int
+                                     ) -> list[Envelope]:
+        raise NotImplementedError
+
+    async def _read_stream_async(self, stream: str, start: int, end: int) -> list[Envelope]:
+        out: list[Envelope] = []
+        for lo, hi in self._stream_runs(stream, start, end):
+            out.extend(await self._read_range_async(lo, hi))
         return out
 
     def subscribe(
@@ -186,18 +211,23 @@ class Subscription:
         log = self._log
         while True:
             changed = log._changed
-            if (self._stream is not None and self.next_seq >= log._indexed_from
-                    and self.next_seq <= log._visible_seq):
+            if (self._stream is not None and self.next_seq <= log._visible_seq and (
+                    self.next_seq >= log._indexed_from or log._reads_old_streams)):
                 # one session's subscriber must not read every other session's events
-                end = log._visible_seq
-                envs = log._read_stream(self._stream, self.next_seq, end)[: self._batch]
+                if self.next_seq >= log._indexed_from:
+                    end = log._visible_seq
+                    envs = await log._read_stream_async(self._stream, self.next_seq, end)
+                else:  # before this process opened the log: the backend's own index
+                    end = min(log._indexed_from - 1, log._visible_seq)
+                    envs = await log._read_old_stream_async(self._stream, self.next_seq, end)
+                envs = envs[: self._batch]
                 self.next_seq = envs[-1].seq + 1 if envs else end + 1
                 if envs:
                     await trio.lowlevel.checkpoint()
                     return envs
                 continue
             if self.next_seq <= log._visible_seq:
-                envs = log._read_range(
+                envs = await log._read_range_async(
                     self.next_seq, min(log._visible_seq, self.next_seq + self._batch - 1)
                 )
                 self.next_seq = envs[-1].seq + 1

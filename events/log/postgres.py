@@ -339,6 +339,31 @@ class PostgresEventLog(EventLog):
             out.extend(self._recent[: to_seq - base + 1])
         return out
 
+    async def _read_range_async(self, from_seq: int, to_seq: int) -> list[Envelope]:
+        """Rows older than the in-memory window are read in a worker thread, so a
+        subscriber catching up from far back never stalls the event loop; the window
+        itself is read here, in the loop that changes it."""
+        out: list[Envelope] = []
+        while from_seq <= to_seq:
+            base = self._recent_base
+            if from_seq >= base:
+                out.extend(self._read_range(from_seq, to_seq))
+                break
+            older = min(to_seq, base - 1)
+            out.extend(decode_rows(await trio.to_thread.run_sync(
+                self._query, _RANGE, (from_seq, older))))
+            from_seq = older + 1
+        return out
+
+    _reads_old_streams = True
+
+    async def _read_old_stream_async(self, stream: str, start: int, end: int
+                                     ) -> list[Envelope]:
+        """One session's rows from before this process opened the log: the (stream, seq)
+        index, in a worker thread."""
+        return decode_rows(await trio.to_thread.run_sync(
+            self._query, _STREAM, (stream, start, end)))
+
     def read(self, from_seq: int = 1, stream: str | None = None, *, until: int | None = None,
              limit: int | None = None) -> list[Envelope]:
         start = max(from_seq, 1)

@@ -154,6 +154,46 @@ async def test_stream_reads_match_a_filtered_scan_before_and_after_reopen(backen
     await log.aclose()
 
 
+async def test_subscriptions_from_before_a_reopen_match_a_filtered_scan(backend, monkeypatch):
+    """A subscriber that starts far back, on a log this process did not write: the same
+    events as a filtered scan, and on PostgreSQL every older row is read in a worker
+    thread (a catch-up from far back must not stall the event loop)."""
+    import threading
+
+    target = backend.new_target()
+    log = await backend.open(target)
+    for n in range(30):
+        await log.append([chunk("ab"[n % 2], n, i) for i in range(1 + n % 3)],
+                         stream="ab"[n % 2])
+    threads: list[bool] = []
+    if backend.kind != "memory":  # the memory log is its own stored form: read it as it is
+        await log.aclose()
+        if backend.kind == "postgres":
+            query = PostgresEventLog._query
+
+            def spy(self, sql, params):
+                threads.append(threading.current_thread() is threading.main_thread())
+                return query(self, sql, params)
+
+            monkeypatch.setattr(PostgresEventLog, "_query", spy)
+        log = await backend.open(target)
+    everything = log.read()
+    threads.clear()
+    for stream, from_seq in ((None, 1), ("a", 1), ("b", 5), ("b", everything[-1].seq - 3)):
+        want = [e for e in everything
+                if e.seq >= from_seq and (stream is None or e.stream == stream)]
+        got: list = []
+        with trio.fail_after(30):
+            async for batch in log.subscribe(from_seq, stream, batch=7):
+                got.extend(batch)
+                if len(got) >= len(want):
+                    break
+        assert want and got == want
+    if backend.kind == "postgres":
+        assert threads and not any(threads)  # every database read was off the loop's thread
+    await log.aclose()
+
+
 async def test_a_subscription_catches_up_then_follows_live_filtered_by_stream(backend):
     log = await backend.open(backend.new_target())
     await log.append([chunk("a", 1)], stream="a")
