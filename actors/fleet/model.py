@@ -117,6 +117,19 @@ class Subtask:
 
 
 @attrs.frozen
+class Setup:
+    """What each new working directory gets before its agent starts: untracked files the
+    agents need (``.env``) copied from the checkout, then install commands, each bounded."""
+
+    copy: tuple[str, ...] = ()
+    """Paths relative to the checkout (files or folders)."""
+    run: tuple[tuple[str, ...], ...] = ()
+    """argv lists, run in the working directory in order, never through a shell."""
+    timeout_s: float = 300.0
+    """Per command: a command still running then is killed (its whole process group)."""
+
+
+@attrs.frozen
 class Fleet:
     name: str
     task: str
@@ -134,6 +147,7 @@ class Fleet:
     hop_limit: int = 4
     """How many mediated messages may follow one another (A → B → A …) before the next is
     refused."""
+    setup: Setup = Setup()
     source: str = "<fleet>"
 
     def entry_members(self) -> tuple[str, ...]:

@@ -30,6 +30,7 @@ from trio_cap.actors.fleet.model import (
     Route,
     Subtask,
 )
+from trio_cap.actors.fleet.validate_ops import check_setup
 from trio_cap.actors.session.policy import POLICIES
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
@@ -37,7 +38,7 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 
 TOP_KEYS = {"name", "task", "task_file", "repo", "base", "worktrees", "budget_usd",
             "permissions", "allow_high_risk", "hop_limit", "session", "sessions", "route",
-            "routes", "plan"}
+            "routes", "plan", "setup"}
 SESSION_KEYS = {"id", "agent", "binding", "model", "budget_usd", "permissions",
                 "allow_high_risk", "role", "system_prompt", "script", "start"}
 PLAN_KEYS = {"id", "content", "assigned_to", "depends_on"}
@@ -200,6 +201,7 @@ def check_fleet(raw: dict, source: str, *, base_dir: Path, task: str | None = No
         c.bad("hop_limit", f"expected a whole number >= 0, got {hop_limit!r}")
         hop_limit = 4
 
+    setup = check_setup(c, raw.get("setup"), worktrees)
     members = _members(c, _table_list(c, raw, "session"), base_dir, budget)
     _check_bypass(c, permissions, allow_high, members)
     known = {m.id for m in members}
@@ -214,7 +216,7 @@ def check_fleet(raw: dict, source: str, *, base_dir: Path, task: str | None = No
     fleet = Fleet(name=name, task=final_task or "", sessions=members, routes=routes, plan=plan,
                  repo=str((base_dir / repo).resolve()), base=base, worktrees=worktrees,
                  budget_usd=budget, permissions=permissions, allow_high_risk=allow_high,
-                 hop_limit=hop_limit, source=source)
+                 hop_limit=hop_limit, setup=setup, source=source)
     if not fleet.entry_members() and not plan:
         raise FleetInvalid(source, [f"{source}: session: no session gets the task (every one "
                                     "is fed by a route): set start = true on the first"])
