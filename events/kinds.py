@@ -292,6 +292,8 @@ class FleetStarted(Event, tag="fleet.started"):
     permissions: str = "deny"
     allow_high_risk: bool = False
     hop_limit: int = 4
+    run: str = ""
+    """This run's id: its working directories are ``.cap-worktrees/<fleet>/<run>/``."""
 
 
 class FleetWorktree(Event, tag="fleet.worktree"):
@@ -303,6 +305,24 @@ class FleetWorktree(Event, tag="fleet.worktree"):
     mode: Literal["git", "dir"] = "git"
     branch: str | None = None
     base: str | None = None
+    base_ref: str | None = None
+    """The base branch's name (``base`` is its commit): where ``cap fleet merge`` merges."""
+
+
+class FleetSetup(Event, tag="fleet.setup"):
+    """One setup step in a member's new working directory, before its agent started: a
+    file copied from the checkout, or a command run (``exit_code``; None when it was
+    killed at the timeout).  A step that is not ``ok`` fails the run before any agent
+    starts."""
+
+    member: str
+    step: int
+    action: Literal["copy", "run"]
+    what: str
+    ok: bool = True
+    exit_code: int | None = None
+    detail: str = ""
+    duration_ms: int = 0
 
 
 class FleetMember(Event, tag="fleet.member"):
@@ -665,6 +685,7 @@ LIFECYCLE_EVENTS: tuple[type[Event], ...] = (
 FLEET_EVENTS: tuple[type[Event], ...] = (
     FleetStarted,
     FleetWorktree,
+    FleetSetup,
     FleetMember,
     FleetRoute,
     FleetMessageQueued,
@@ -758,6 +779,7 @@ AnyEvent = (
     | PermissionResponse
     | FleetStarted
     | FleetWorktree
+    | FleetSetup
     | FleetMember
     | FleetRoute
     | FleetMessageQueued
