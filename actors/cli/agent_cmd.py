@@ -36,7 +36,7 @@ from trio_cap.events.log import (
 from trio_cap.events.log.memory import MemoryEventLog
 
 SPEAKS = ("stream-json", "pty", "acp")
-"""The wires ``cap agent`` speaks in this build; A2A arrives with its issue."""
+"""The wires ``cap agent`` speaks on stdio; A2A, an HTTP protocol, is ``cap serve a2a``."""
 
 _MANIFEST_HEADER = """\
 # trio-cap's own agent, as this build of `cap agent` speaks it (`cap agent --cap-manifest`).
