@@ -52,6 +52,7 @@ from trio_cap.actors.session.machine import SessionMachine
 from trio_cap.actors.session.timers import Timeouts
 from trio_cap.events.kinds import TERMINAL_EVENTS, InputInjected, RunResumed, SessionReady
 from trio_cap.events.log import FileEventLog
+from trio_cap.events.log.opener import is_url
 from trio_cap.events.projections.sessions import TERMINAL_STATUSES
 from trio_cap.events.replay import replay
 
@@ -60,6 +61,10 @@ def resume_command(args: argparse.Namespace) -> int:
     path = args.resume
     if args.log is not None and args.log != path:
         raise UsageError("--resume LOG writes to LOG itself; drop --log")
+    if is_url(path):
+        raise UsageError(f"--resume {path}: a shared log's runs are picked up by another node: "
+                         f"cap node --log {path} --take-over (once the dead node's lease "
+                         "lapsed)")
     if not os.path.isfile(path):
         raise UsageError(f"--resume {path}: no such log file")
     log = open_log(path, args.fsync)  # the writer lock: a second resume is refused here

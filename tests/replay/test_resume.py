@@ -187,6 +187,8 @@ def test_a_second_resume_while_the_first_runs_is_refused(tmp_path):
 def test_resume_failure_paths(tmp_path):
     assert_clean(cap("run", "--resume", "missing.caplog", cwd=tmp_path), 2,
                  "--resume missing.caplog: no such log file")
+    assert_clean(cap("run", "--resume", "postgresql://cap@127.0.0.1:1/db", cwd=tmp_path), 2,
+                 "cap node --log postgresql://cap@127.0.0.1:1/db --take-over")
     (tmp_path / "junk.caplog").write_bytes(b"not a log at all")
     assert_clean(cap("run", "--resume", "junk.caplog", cwd=tmp_path), 2, "junk.caplog")
     assert_clean(cap("run", "--task", "hi", "--headless", "--log", "done.caplog",
