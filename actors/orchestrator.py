@@ -9,7 +9,7 @@ an embedding app gets is one the log can reproduce.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,7 @@ from trio_cap.actors.session.actor import (
     request,
 )
 from trio_cap.actors.session.machine import SessionMachine
-from trio_cap.actors.session.policy import POLICIES, PermissionPolicy
+from trio_cap.actors.session.policy import POLICIES, Answerer, PermissionPolicy
 from trio_cap.actors.session.timers import Timeouts
 from trio_cap.events.clock import Clock, SystemClock
 from trio_cap.events.envelope import Envelope
@@ -388,6 +388,9 @@ class Orchestrator:
         options: Mapping[str, Any] | None = None,
         session_resume_id: str | None = None,
         restore: Callable[[SessionMachine], SessionMachine] | None = None,
+        allow_tools: Sequence[str] = (),
+        deny_tools: Sequence[str] = (),
+        answerer: Answerer | None = None,
     ) -> Session:
         """Spawn a session actor; returns once ``session.created`` is in the log.
 
@@ -416,6 +419,10 @@ class Orchestrator:
         ``session_resume_id`` asks the agent to continue its own earlier session, and
         ``restore`` (``cap run --resume``) turns the new machine into the one the log
         rebuilt, so an existing ``session_id`` goes on where it stopped.
+
+        ``allow_tools`` / ``deny_tools`` (tool-name globs) approve / refuse those tools
+        without asking, high risk still excepted; ``answerer`` sees every ask first
+        (:class:`~trio_cap.actors.session.policy.AutoAnswer`; a fleet's research archive).
         """
         if permissions_chosen is None:
             permissions_chosen = permissions is not None
@@ -442,6 +449,8 @@ class Orchestrator:
             allow_high_risk=allow_high_risk,
             human=(permissions == "ask") if human is None else human,
             chosen=permissions_chosen,
+            allow_tools=tuple(allow_tools),
+            deny_tools=tuple(deny_tools),
         )
         sid = session_id or self.ids.new("sess")
         config = SessionConfig(
@@ -465,6 +474,9 @@ class Orchestrator:
             human=policy.human,
             policy_chosen=policy.chosen,
             queued_input=resolved.manifest.capabilities.queued_input,
+            allow_tools=policy.allow_tools,
+            deny_tools=policy.deny_tools,
+            auto_answer=answerer is not None,
         )
         record = self.record if record is None else record
         candidates = []
@@ -489,7 +501,8 @@ class Orchestrator:
             connector = self.connectors.get(planned.binding) if unavailable is None else None
             candidates.append(Candidate(planned.binding, spec, connector, unavailable))
         machine = SessionMachine(
-            created, config, policy, queued_input=resolved.manifest.capabilities.queued_input
+            created, config, policy, queued_input=resolved.manifest.capabilities.queued_input,
+            answerer=answerer,
         )
         if restore is not None:
             machine = restore(machine)

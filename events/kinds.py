@@ -71,6 +71,13 @@ class SessionCreated(Event, tag="session.created"):
     """A person picked the permission policy (refusals say so when not)."""
     queued_input: bool = False
     """The agent takes input mid-turn (manifest ``capabilities.queued_input``)."""
+    allow_tools: tuple[str, ...] = ()
+    """Tool names (globs) the policy approves without asking (high risk excepted)."""
+    deny_tools: tuple[str, ...] = ()
+    """Tool names (globs) the policy refuses without asking."""
+    auto_answer: bool = False
+    """An automatic answerer sees every ask first (a fleet's research archive); a replay
+    feeds its logged answers back."""
 
 
 class SessionStarting(Event, tag="session.starting"):

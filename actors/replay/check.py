@@ -49,6 +49,7 @@ from trio_cap.actors.replay.bindings import (
     replayable,
 )
 from trio_cap.actors.session.machine import (
+    AUTO_ANSWER,
     CancelAgent,
     Close,
     Emit,
@@ -57,7 +58,7 @@ from trio_cap.actors.session.machine import (
     SessionMachine,
     State,
 )
-from trio_cap.actors.session.policy import PermissionPolicy
+from trio_cap.actors.session.policy import Answerer, AutoAnswer, PermissionPolicy
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import (
     AgentRaw,
@@ -79,6 +80,7 @@ from trio_cap.events.kinds import (
     SessionConfig,
     SessionCreated,
     SessionFailed,
+    SessionInputRequired,
     SessionOwned,
     SessionStarting,
     SessionTurnEnded,
@@ -163,6 +165,23 @@ class CheckResult:
     """Bindings whose recorded frames had no replay machine: checked from their events."""
 
 
+def logged_answers(recorded: Sequence[Envelope]) -> Answerer:
+    """The answerer a session ran with, played back from what it logged: its answers
+    (``ask.answered`` by ``policy:auto_answer``) and its escalations (the ``_meta`` on
+    the headless ``ask.answered`` or the ``session.input_required`` that followed); the
+    archive it searched is not in the log, and need not be."""
+    said: dict[str, AutoAnswer] = {}
+    for env in recorded:
+        ev = env.event
+        if type(ev) is AskAnswered and ev.by == AUTO_ANSWER:
+            said[ev.ask_id] = AutoAnswer(ev.value, dict(ev.meta or {}))
+        elif type(ev) is AskAnswered and ev.by == "policy:headless" and ev.meta:
+            said.setdefault(ev.ask_id, AutoAnswer(None, dict(ev.meta)))
+        elif type(ev) is SessionInputRequired and ev.reason == "ask" and ev.meta:
+            said.setdefault(ev.ref, AutoAnswer(None, dict(ev.meta)))
+    return lambda ask: said.get(ask.ask_id, AutoAnswer())
+
+
 class SessionReplay:
     """One recorded session run again through fresh machines; :meth:`run` raises
     :class:`Divergence` at the first difference."""
@@ -199,12 +218,15 @@ class SessionReplay:
                 complete = True
         policy = PermissionPolicy(name=self.created.permissions,  # type: ignore[arg-type]
                                   allow_high_risk=self.created.allow_high_risk,
-                                  human=self.created.human, chosen=self.created.policy_chosen)
+                                  human=self.created.human, chosen=self.created.policy_chosen,
+                                  allow_tools=self.created.allow_tools,
+                                  deny_tools=self.created.deny_tools)
         self.config: SessionConfig = config or SessionConfig(  # type: ignore[assignment]
             cwd=self.created.cwd, model=self.created.model, budget_usd=self.created.budget_usd,
             permission_mode=policy.permission_mode)  # type: ignore[arg-type]
+        extra = {"answerer": logged_answers(recorded)} if self.created.auto_answer else {}
         self.machine = machine_factory(self.created, self.config, policy,
-                                       queued_input=self.created.queued_input)
+                                       queued_input=self.created.queued_input, **extra)
         name = name or self.created.binding
         self.recorded_frames = recorded_frames
         factory = REPLAY_BINDINGS.get(name)

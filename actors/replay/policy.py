@@ -153,7 +153,8 @@ def _machine(envs: Sequence[Envelope], candidate: Candidate) -> SessionMachine:
                               allow_high_risk=candidate.allow_high_risk or (
                                   candidate.permissions is None and created.allow_high_risk),
                               human=created.human or candidate.permissions == "ask",
-                              chosen=True)
+                              chosen=True, allow_tools=created.allow_tools,
+                              deny_tools=created.deny_tools)
     config = next((e.event for e in envs if type(e.event) is SessionConfig), None) or \
         SessionConfig(cwd=created.cwd)
     machine = SessionMachine(created, config, policy)  # type: ignore[arg-type]
@@ -189,6 +190,8 @@ def _session(sid: str, envs: Sequence[Envelope], candidate: Candidate, report: R
             old_ans = answered.get(ev.ask_id)
             rec = "none" if old_ans is None or old_ans.by == "policy:headless" else "ask"
             rec_by = old_ans.by if old_ans else "nobody"
+            if old_ans is not None and old_ans.by == "policy:auto_answer":
+                got, by = rec, old_ans.by  # the fleet's archive answers whatever the policy
             _compare(report, Difference(sid, env.seq, "ask", "ask_user", ev.prompt, None,
                                         rec, rec_by, got, by))
 

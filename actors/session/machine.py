@@ -32,7 +32,7 @@ import attrs
 
 from trio_cap.actors.bindings.base import AGENT_RISK
 from trio_cap.actors.risk import RISK_ORDER, max_risk, rate
-from trio_cap.actors.session.policy import PermissionPolicy
+from trio_cap.actors.session.policy import Answerer, PermissionPolicy
 from trio_cap.actors.session.raw_budget import DEFAULT_RAW_BUDGET, RawBudget
 from trio_cap.events.forms import answer_problem, is_object_form
 from trio_cap.events.kinds import (
@@ -67,6 +67,10 @@ from trio_cap.events.kinds import (
     Usage,
     UserInputInject,
 )
+
+AUTO_ANSWER = "policy:auto_answer"
+"""``ask.answered`` ``by`` of an answer the machine's answerer gave (a ``policy:`` one: the
+machine's own output, which a replay re-derives from the logged answer)."""
 
 
 class State(enum.Enum):
@@ -139,10 +143,14 @@ class SessionMachine:
         *,
         queued_input: bool = False,
         raw_budget: int = DEFAULT_RAW_BUDGET,
+        answerer: Answerer | None = None,
     ) -> None:
         self.created = created
         self.config = config
         self.policy = policy
+        self.answerer = answerer
+        """Asked first about every ask (a fleet's research auto-answerer); what it cannot
+        answer goes on as if it were not there."""
         self.queued_input = queued_input
         """The agent accepts input mid-turn (manifest capabilities.queued_input)."""
         self.session_id = created.session_id
@@ -396,7 +404,7 @@ class SessionMachine:
         rating = rate(req.tool, req.intent, req.scope, self.config.cwd,
                       outside=self.resolved.pop(req.req_id, ()))
         risk = max_risk(max_risk(claim, req.risk_level), rating.level)
-        decided = self.policy.decide(risk)
+        decided = self.policy.decide(risk, req.tool)
         if decided is not None:
             reason = decided.reason
             if risk != claim:
@@ -416,20 +424,33 @@ class SessionMachine:
         return self._wait_for_human("permission", req.req_id, seq, risk)
 
     def _ask(self, ask: AskUser, seq: int) -> list[Output]:
+        why = None
+        if self.answerer is not None:
+            auto = self.answerer(ask)
+            if auto.value is not None and _answer_problem(ask, auto.value) is None:
+                meta = auto.meta or None
+                return [
+                    Emit((AskAnswered(ask_id=ask.ask_id, value=auto.value, by=AUTO_ANSWER,
+                                      meta=meta),), seq),
+                    Send(AskUserAnswer(ask_id=ask.ask_id, value=auto.value, meta=meta), seq),
+                ]
+            why = auto.meta or None  # escalated: the reason travels with what happens next
         if not self.policy.human:
             return [
-                Emit((AskAnswered(ask_id=ask.ask_id, value=None, by="policy:headless"),), seq),
+                Emit((AskAnswered(ask_id=ask.ask_id, value=None, by="policy:headless",
+                                  meta=why),), seq),
                 Send(AskUserAnswer(ask_id=ask.ask_id, value=None), seq),
             ]
         self.pending_asks[ask.ask_id] = ask
-        return self._wait_for_human("ask", ask.ask_id, seq)
+        return self._wait_for_human("ask", ask.ask_id, seq, meta=why)
 
     def _wait_for_human(self, reason: str, ref: str, seq: int,
-                        risk: RiskLevel | None = None) -> list[Output]:
+                        risk: RiskLevel | None = None,
+                        meta: dict[str, Any] | None = None) -> list[Output]:
         if self.state in BUSY:
             self.state = State.INPUT_REQUIRED
         required = SessionInputRequired(turn=self.turn, reason=reason, ref=ref,  # type: ignore[arg-type]
-                                        risk=risk)
+                                        risk=risk, meta=meta)
         return [Emit((required,), seq)]
 
     def _usage(self, usage: Usage, seq: int) -> list[Output]:
