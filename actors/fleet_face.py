@@ -17,9 +17,8 @@ The turn ends when the fleet does: with the fleet's answer (the last member turn
 final text) and every member's usage, or with why it failed.
 
 A later run (the next prompt, or another session of the same orchestrator) is named
-``<fleet>-<n>`` (its own streams, session ids and branches); its working directories
-must be free (``cap fleet clean``), as for any run, so with worktrees one run of a fleet
-file works at a time.
+``<fleet>-<n>`` (its own streams and session ids); like any run it gets working
+directories and branches of its own, so runs never wait for a ``cap fleet clean``.
 """
 
 from __future__ import annotations

@@ -335,8 +335,9 @@ def _fleet_log(fleet, agent_log: str | None,  # type: ignore[no-untyped-def]
     finds the worktrees the face's runs made; said on stderr (stdout is the protocol)."""
     from trio_cap.actors.cli.fleet_cmd import default_log
     from trio_cap.actors.fleet_face import fleet_log_path
+    from trio_cap.actors.ids import run_id
 
-    path = fleet_log_path(agent_log) or default_log(fleet)
+    path = fleet_log_path(agent_log) or default_log(fleet, run_id())
     if session_id is not None:
         root, ext = os.path.splitext(path)
         path = f"{root}.{session_id}{ext}"

@@ -24,11 +24,13 @@ the output is the same with or without --headless).  Exit code: 0 when the fleet
 completed, 1 when it failed (a failed turn or session, a refused budget, plan entries
 that never ran), 2 when the fleet file has problems.
 
-Git worktrees (worktrees = "git", the default): one per session at
-<repo>/.cap-worktrees/<session-id>/ on branch cap/<fleet>/<session-id> off the base
-branch; kept after the run, with each one's diff in the log; `cap fleet clean` removes
-them.  Permissions come from the file (per fleet and per session); nobody is asked, so
-high-risk requests are refused unless the file sets allow_high_risk = true.
+Git worktrees (worktrees = "git", the default): one per session and run at
+<repo>/.cap-worktrees/<fleet>/<run-id>/<session-id>/ on branch
+cap/<fleet>/<run-id>/<session-id> off the base branch, after the file's [setup] steps
+ran in it; kept after the run, with each one's diff in the log; `cap fleet clean` removes
+them, `cap fleet merge LOG` merges their branches.  Permissions come from the file
+(per fleet and per session); nobody is asked, so high-risk requests are refused
+unless the file sets allow_high_risk = true.
 """
 
 
@@ -100,24 +102,24 @@ def validate_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def default_log(fleet) -> str:
-    from trio_cap.actors.ids import run_id
-
-    return str(Path(fleet.repo) / ".cap" / "fleets" / fleet.name / f"{run_id()}.caplog")
+def default_log(fleet, rid: str) -> str:
+    return str(Path(fleet.repo) / ".cap" / "fleets" / fleet.name / f"{rid}.caplog")
 
 
 def run_command(args: argparse.Namespace) -> int:
     from trio_cap.actors.cli.run_cmd import open_log
+    from trio_cap.actors.ids import run_id
 
     if args.task is not None and not args.task.strip():
         raise UsageError("--task: the task is empty")
     fleet = load_checked(args.fleet, task=args.task)
     if not fleet.task.strip():
         raise UsageError(f"{args.fleet}: no task: give task or task_file in the file, or --task")
-    path = args.log or default_log(fleet)
+    rid = run_id()  # the default log and the worktrees share it
+    path = args.log or default_log(fleet, rid)
     log = open_log(path, "batch")
     try:
-        outcome = trio.run(_run, fleet, log)
+        outcome = trio.run(_run, fleet, log, rid)
     except BaseException:
         if log.last_seq == 0 and not args.log:
             Path(path).unlink(missing_ok=True)  # nothing ran: leave no empty log behind
@@ -130,7 +132,7 @@ def run_command(args: argparse.Namespace) -> int:
     return EXIT_FAILED
 
 
-async def _run(fleet, log):
+async def _run(fleet, log, rid: str):
     from trio_cap.actors.cli.render import line
     from trio_cap.actors.fleet import FleetSetupError, run_fleet
     from trio_cap.actors.orchestrator import open_orchestrator
@@ -144,7 +146,7 @@ async def _run(fleet, log):
         async with open_orchestrator(log) as orch:
             orch.default_timeouts = Timeouts(idle=600.0)
             try:
-                return await run_fleet(orch, fleet, on_event=show)
+                return await run_fleet(orch, fleet, on_event=show, run_id=rid)
             except FleetSetupError as exc:
                 raise UsageError(str(exc)) from None
     finally:
@@ -241,6 +243,7 @@ async def _clean(repo: str, made: list, force: bool) -> int:
         except worktrees.WorktreeError as exc:
             print(f"cap fleet clean: {wt.path}: {exc}", file=sys.stderr)
             return EXIT_FAILED
+        worktrees.prune_empty(wt.path)
         for what in removed:
             print(f"removed {what}")
     return EXIT_OK

@@ -13,6 +13,7 @@ from trio_cap.events.kinds import (
     FleetMessageQueued,
     FleetMessageRefused,
     FleetRoute,
+    FleetSetup,
     FleetStarted,
     FleetWorktree,
 )
@@ -33,6 +34,10 @@ def describe_fleet(ev: object) -> str | None:
         case FleetWorktree():
             where = f"branch {ev.branch}" if ev.branch else "a plain directory"
             return f"{ev.member}: works in {ev.path} ({where})"
+        case FleetSetup():
+            code = f" (exit {ev.exit_code})" if ev.exit_code not in (None, 0) else ""
+            said = "ok" if ev.ok else f"failed{code}: {_cut(ev.detail, 160)}"
+            return f"{ev.member}: step {ev.step} {ev.action} {_cut(ev.what)}: {said}"
         case FleetMember():
             return f"{ev.member}: session {ev.session_id} ({ev.agent})"
         case FleetRoute():

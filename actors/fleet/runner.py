@@ -2,7 +2,8 @@
 carried out in the order it made them.
 
 ``await run_fleet(orch, fleet)`` inside any orchestrator (the embedding API): it makes
-the members' working directories, starts their sessions, feeds everything they log to
+the members' working directories (this run's own), runs the fleet file's setup steps in
+each, starts their sessions, feeds everything they log to
 the :class:`~.machine.FleetMachine` and does what it answers — injects, cancels, fleet
 events — until the machine says the fleet finished; then each git member's diff is
 attached (``cap.artifact``), every session is closed and the terminal fleet event is the
@@ -11,6 +12,7 @@ fleet stream's last.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import attrs
@@ -26,6 +28,7 @@ from trio_cap.actors.fleet.machine import (
     Output,
 )
 from trio_cap.actors.fleet.model import Fleet
+from trio_cap.actors.fleet.setup import run_setup
 from trio_cap.actors.orchestrator import Orchestrator, Session
 from trio_cap.actors.session.actor import CommandRefused, SessionEnded
 from trio_cap.events.envelope import Envelope
@@ -35,6 +38,7 @@ from trio_cap.events.kinds import (
     FleetCompleted,
     FleetFailed,
     FleetMember,
+    FleetSetup,
     FleetStarted,
     FleetWorktree,
 )
@@ -66,7 +70,7 @@ CLOSE_GRACE = 10.0
 
 async def run_fleet(orch: Orchestrator, fleet: Fleet, *,
                     on_event: Callable[[Envelope], None] | None = None,
-                    human: bool = False) -> FleetOutcome:
+                    human: bool = False, run_id: str | None = None) -> FleetOutcome:
     """Run ``fleet`` to its end; ``on_event`` sees every envelope the run logs (its
     sessions' and the fleet's), e.g. to print them.
 
@@ -75,16 +79,24 @@ async def run_fleet(orch: Orchestrator, fleet: Fleet, *,
     :class:`Session` (``decide`` / ``answer``) — the fleet face's client.  Without one
     those are refused, as ``cap fleet run`` does.  A cancelled run closes every session
     it started (within :data:`CLOSE_GRACE`) and ends the fleet's stream with
-    ``fleet.failed``."""
+    ``fleet.failed``.
+
+    ``run_id`` names this run's working directories and branches (default:
+    ``$CAP_FLEET_RUN_ID`` — for scripts that must know the paths before the run — else a
+    fresh time-ordered id), so runs of one fleet file never share them."""
     if not fleet.task.strip():
         raise FleetSetupError(f"{fleet.source}: no task: give task or task_file in the file, "
                               "or --task")
+    if run_id is None:
+        from trio_cap.actors.ids import run_id as new_run_id
+
+        run_id = os.environ.get("CAP_FLEET_RUN_ID") or new_run_id()
     try:
         dirs = await worktrees.prepare(fleet.name, fleet.repo, fleet.worktrees, fleet.base,
-                                       fleet.ids)
+                                       fleet.ids, run_id)
     except worktrees.WorktreeError as exc:
         raise FleetSetupError(str(exc)) from None
-    shell = _Shell(orch, fleet, on_event, human)
+    shell = _Shell(orch, fleet, on_event, human, run_id)
     try:
         return await shell.run(dirs)
     except BaseException:  # cancelled (the face's client, Ctrl-C) or broken: no orphans
@@ -96,8 +108,10 @@ async def run_fleet(orch: Orchestrator, fleet: Fleet, *,
 
 class _Shell:
     def __init__(self, orch: Orchestrator, fleet: Fleet,
-                 on_event: Callable[[Envelope], None] | None, human: bool = False) -> None:
+                 on_event: Callable[[Envelope], None] | None, human: bool = False,
+                 run_id: str = "") -> None:
         self.orch = orch
+        self.run_id = run_id
         self.human = human
         self.machine: FleetMachine | None = None
         self.ended = False
@@ -122,34 +136,68 @@ class _Shell:
             fleet=fleet.name, task=fleet.task, members=fleet.ids, source=fleet.source,
             repo=fleet.repo, base=fleet.base, worktrees=fleet.worktrees,
             budget_usd=fleet.budget_usd, permissions=fleet.permissions,
-            allow_high_risk=fleet.allow_high_risk, hop_limit=fleet.hop_limit))
+            allow_high_risk=fleet.allow_high_risk, hop_limit=fleet.hop_limit, run=self.run_id))
         for wd in dirs:
             self.workdirs[wd.member] = wd
             if wd.mode != "none":
                 await self.emit(FleetWorktree(member=wd.member, path=wd.path,
                                               mode="git" if wd.mode == "git" else "dir",
-                                              branch=wd.branch, base=wd.base))
+                                              branch=wd.branch, base=wd.base,
+                                              base_ref=wd.base_ref))
         async with trio.open_nursery() as nursery:
             if self.on_event is not None:
                 nursery.start_soon(self._print, first)
-            try:
-                await self._start_sessions()
-            except BaseException:
-                nursery.cancel_scope.cancel()
-                raise
-            machine = FleetMachine(fleet, {m: s.id for m, s in self.sessions.items()})
-            self.machine = machine
-            follow_from = self.orch.log.last_seq + 1
-            for output in machine.start():
-                self.send.send_nowait(output)
-            nursery.start_soon(self._follow, follow_from)
-            await self._execute(nursery)
+            failed = await self._setup()
+            if failed is not None:
+                self.ended = True
+                reason = (f"setup of {failed.member} failed at step {failed.step} "
+                          f"({failed.action} {failed.what}): {failed.detail}")
+                await self.emit(FleetFailed(fleet=fleet.name, reason=reason))
+                self.outcome = FleetOutcome(False, reason, self.stream, 0.0)
+            else:
+                await self._run_machine(nursery)
             nursery.cancel_scope.cancel()
         if self.on_event is not None:  # what the printer had not reached when it stopped
             for env in self.orch.log.read(max(self.printed, first - 1) + 1):
                 self.on_event(env)
         assert self.outcome is not None
         return self.outcome
+
+    async def _run_machine(self, nursery: trio.Nursery) -> None:
+        fleet = self.fleet
+        try:
+            await self._start_sessions()
+        except BaseException:
+            nursery.cancel_scope.cancel()
+            raise
+        machine = FleetMachine(fleet, {m: s.id for m, s in self.sessions.items()})
+        self.machine = machine
+        follow_from = self.orch.log.last_seq + 1
+        for output in machine.start():
+            self.send.send_nowait(output)
+        nursery.start_soon(self._follow, follow_from)
+        await self._execute(nursery)
+
+    async def _setup(self) -> FleetSetup | None:
+        """The file's setup steps in every new working directory, side by side; the first
+        failed step of any (the others still finish theirs, so each directory's state is
+        in the log), or None."""
+        setup = self.fleet.setup
+        if not (setup.copy or setup.run):
+            return None
+        failed: list[FleetSetup] = []
+
+        async def one(wd: worktrees.Workdir) -> None:
+            bad = await run_setup(setup, wd.member, wd.source or self.fleet.repo, wd.path,
+                                  self.emit)
+            if bad is not None:
+                failed.append(bad)
+
+        async with trio.open_nursery() as nursery:
+            for wd in self.workdirs.values():
+                if wd.mode != "none":
+                    nursery.start_soon(one, wd)
+        return failed[0] if failed else None
 
     async def _start_sessions(self) -> None:
         fleet = self.fleet

@@ -1,9 +1,11 @@
 """Each member's own working directory: a git worktree on its own branch, or a plain folder.
 
 Why worktrees: members edit the same files without seeing each other's half-done work,
-and each one's result is a branch that can be reviewed and merged.  Everything here
-refuses rather than guesses: a path or branch that exists already is the last run's
-work, which only ``cap fleet clean`` (told by the log it made them) may remove.
+and each one's result is a branch that can be reviewed and merged.  Each *run* gets its
+own folder and branches (``.cap-worktrees/<fleet>/<run>/<member>``, ``cap/<fleet>/<run>/<member>``),
+so a fleet file can run again, or twice at once, while the last run's work waits for review.
+Everything here refuses rather than guesses: a path or branch that exists already is
+someone's work, which only ``cap fleet clean`` (told by the log it made them) may remove.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ class Workdir:
     branch: str | None = None
     base: str | None = None
     """The base branch's commit the branch started from (git)."""
+    base_ref: str | None = None
+    """The base branch's name (git): what ``cap fleet merge`` merges into."""
+    source: str | None = None
+    """The checkout it was made from: where setup steps copy files from."""
 
 
 async def git(repo: str | os.PathLike[str], *args: str, env: dict[str, str] | None = None,
@@ -55,18 +61,23 @@ async def is_git_repo(repo: str) -> bool:
     return out.strip() == "true"
 
 
-def branch_name(fleet: str, member: str) -> str:
-    return f"cap/{fleet}/{member}"
+def branch_name(fleet: str, run: str, member: str) -> str:
+    return f"cap/{fleet}/{run}/{member}"
+
+
+def run_root(top: str | os.PathLike[str], fleet: str, run: str) -> Path:
+    """The folder of one run's working directories."""
+    return Path(top) / WORKTREE_DIR / fleet / run
 
 
 async def prepare(fleet: str, repo: str, mode: str, base: str | None,
-                  members: tuple[str, ...]) -> list[Workdir]:
+                  members: tuple[str, ...], run: str) -> list[Workdir]:
     """Check everything first (repo, base, free paths and branches), then make them all."""
     if not os.path.isdir(repo):  # noqa: ASYNC240 - one stat
         raise WorktreeError(f"repo {repo} is not a directory")
     if mode == "none":
         return [Workdir(m, repo, "none") for m in members]
-    root = Path(repo) / WORKTREE_DIR
+    root = run_root(repo, fleet, run)
     paths = {m: root / m for m in members}
     if mode == "dirs":
         for path in paths.values():
@@ -76,7 +87,7 @@ async def prepare(fleet: str, repo: str, mode: str, base: str | None,
         out = []
         for m, path in paths.items():
             path.mkdir(parents=True, exist_ok=True)
-            out.append(Workdir(m, str(path), "dir"))
+            out.append(Workdir(m, str(path), "dir", source=repo))
         return out
     if not await is_git_repo(repo):
         raise WorktreeError(f"repo {repo} is not a git repository (worktrees = \"git\"): "
@@ -90,22 +101,23 @@ async def prepare(fleet: str, repo: str, mode: str, base: str | None,
     if not sha:
         raise WorktreeError(f"base branch {base!r} does not exist in {top} (an empty "
                             "repository needs a first commit)")
-    root = Path(top) / WORKTREE_DIR
+    root = run_root(top, fleet, run)
     for m in members:
-        path, branch = root / m, branch_name(fleet, m)
+        path, branch = root / m, branch_name(fleet, run, m)
         if path.exists():
-            raise WorktreeError(f"{path} exists already (a last run's worktree?): "
+            raise WorktreeError(f"{path} exists already (run id {run} used twice?): "
                                 "`cap fleet clean` removes what a fleet made")
         if (await git(top, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}",
                       check=False)).strip():
-            raise WorktreeError(f"branch {branch} exists already (a last run's?): "
+            raise WorktreeError(f"branch {branch} exists already (run id {run} used twice?): "
                                 "`cap fleet clean` removes what a fleet made")
     _exclude(top)
+    ref = base if base != "HEAD" else None
     out = []
     for m in members:
-        path, branch = root / m, branch_name(fleet, m)
+        path, branch = root / m, branch_name(fleet, run, m)
         await git(top, "worktree", "add", "--quiet", "-b", branch, str(path), sha)
-        out.append(Workdir(m, str(path), "git", branch, sha))
+        out.append(Workdir(m, str(path), "git", branch, sha, ref, top))
     return out
 
 
@@ -169,3 +181,15 @@ async def remove(repo: str, path: str, branch: str | None) -> list[str]:
         await git(repo, "branch", "-D", "--quiet", branch)
         removed.append(f"branch {branch}")
     return removed
+
+
+def prune_empty(path: str) -> None:
+    """Remove the run's and the fleet's folders once their last working directory went;
+    never above ``.cap-worktrees``, never a folder with anything left in it."""
+    parent = Path(path).parent
+    while parent.name != WORKTREE_DIR and WORKTREE_DIR in parent.parts:
+        try:
+            parent.rmdir()
+        except OSError:
+            return  # not empty (another run's, or someone's files), or gone already
+        parent = parent.parent

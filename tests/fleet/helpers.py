@@ -52,3 +52,11 @@ def cap(*args: str, cwd: Path | str | None = None, timeout: float = 120):
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
                           check=True, timeout=60).stdout
+
+
+def worktree(repo: Path, member: str, fleet: str = "*", run: str = "*") -> Path:
+    """The one working directory ``member`` got in ``repo`` (a run's own:
+    ``.cap-worktrees/<fleet>/<run>/<member>``); fails when there is not exactly one."""
+    found = sorted((Path(repo) / ".cap-worktrees").glob(f"{fleet}/{run}/{member}"))
+    assert len(found) == 1, f"expected one worktree of {member} in {repo}, found {found}"
+    return found[0]

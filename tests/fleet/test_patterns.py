@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.fleet.helpers import copy_examples, events, run_file
+from tests.fleet.helpers import copy_examples, events, run_file, worktree
 
 
 def _inputs(log, stream: str) -> list[str]:
@@ -18,8 +18,8 @@ async def test_pipeline_hands_the_whole_final_text_to_the_next_stage(tmp_path):
     assert _inputs(log, "pipeline.writer") == [
         "Write notes.md with a title, then have it reviewed."]
     assert _inputs(log, "pipeline.reviewer") == [f"Result from writer:\n{writer_text}"]
-    assert (where / ".cap-worktrees" / "writer" / "notes.md").read_text() == "# Notes\n"
-    assert not (where / ".cap-worktrees" / "reviewer" / "notes.md").exists()
+    assert (worktree(where, "writer") / "notes.md").read_text() == "# Notes\n"
+    assert not (worktree(where, "reviewer") / "notes.md").exists()
     assert [e.kind for e in log.read(1, "fleet:pipeline")][-1] == "fleet.completed"
     assert outcome.spent_usd == 0.015
 
@@ -38,8 +38,8 @@ async def test_fan_out_then_join_back_to_the_lead(tmp_path):
     lead_first = "English greeting to en, French greeting to fr."
     for worker in ("en", "fr"):
         assert _inputs(log, f"fanout.{worker}") == [f"Result from lead:\n{lead_first}"]
-    assert (where / ".cap-worktrees" / "en" / "hello.txt").read_text() == "hello\n"
-    assert (where / ".cap-worktrees" / "fr" / "hello.txt").read_text() == "bonjour\n"
+    assert (worktree(where, "en") / "hello.txt").read_text() == "hello\n"
+    assert (worktree(where, "fr") / "hello.txt").read_text() == "bonjour\n"
     joined = _inputs(log, "fanout.lead")
     assert len(joined) == 2  # the task, then both results at once (rounds = 1: no second fan)
     assert "Result from en:\n" in joined[1] and "Result from fr:\n" in joined[1]
@@ -89,7 +89,7 @@ async def test_by_subtask_dispatches_each_plan_entry_once_its_dependencies_compl
         < seq["polish.delivered"]
     assert _inputs(log, "subtasks.writer") == ["Subtask draft:\nwrite index.md",
                                                "Subtask polish:\npolish index.md"]
-    assert (where / ".cap-worktrees" / "writer" / "index.md").read_text() == "# The docs\n"
+    assert (worktree(where, "writer") / "index.md").read_text() == "# The docs\n"
     assert [e.status for e in live.fleets["subtasks"].plan] == ["completed"] * 3
 
 
@@ -108,8 +108,8 @@ async def test_by_subtask_from_the_leads_own_plan(tmp_path):
     assert _inputs(log, "dyn.w1") == ["Subtask lead.p1:\nwrite a.txt: A"]
     assert _inputs(log, "dyn.w2") == ["Subtask lead.p2:\nwrite b.txt: B"]
     # the built-in command language ran each subtask: the files are in their own dirs
-    assert (tmp_path / ".cap-worktrees" / "w1" / "a.txt").read_text() == "A\n"
-    assert (tmp_path / ".cap-worktrees" / "w2" / "b.txt").read_text() == "B\n"
+    assert (worktree(tmp_path, "w1") / "a.txt").read_text() == "A\n"
+    assert (worktree(tmp_path, "w2") / "b.txt").read_text() == "B\n"
     last = events(log, "cap.plan", "fleet:dyn")[-1].event.entries
     assert [(e.id, e.status) for e in last] == [("lead.p1", "completed"),
                                                 ("lead.p2", "completed")]

@@ -8,7 +8,7 @@ import pytest
 import trio
 
 from tests.driver_stream_json.conftest import claude  # noqa: F401 - the fixture
-from tests.fleet.helpers import git
+from tests.fleet.helpers import git, worktree
 from tests.harness.conftest import peer  # noqa: F401 - the fixture
 from trio_cap.actors.fleet import load_fleet, run_fleet
 from trio_cap.actors.model_server import script_from_obj
@@ -46,14 +46,14 @@ async def test_claude_code_as_a_pipeline_worker_in_its_own_worktree(
         "--allow-empty", "-m", "first")
     (repo / "fleet.toml").write_text(FLEET)
     (repo / "reviewer.toml").write_text('[[turn]]\nsteps = [ { say = "looks good" } ]\n')
-    target = repo / ".cap-worktrees" / "coder" / "hello.txt"
+    target = repo / ".cap-worktrees" / "real" / "r1" / "coder" / "hello.txt"
     model_server.set_script(script_from_obj({"rules": [
         {"match": "create hello", "text": "On it.",
          "tool_calls": [{"name": "Write", "arguments": {"file_path": str(target),
                                                          "content": "hi from claude\n"}}],
          "then": {"text": "Finished: hello.txt is written."}}]}))
     with trio.fail_after(240):
-        outcome = await run_fleet(orch, load_fleet(repo / "fleet.toml"))
+        outcome = await run_fleet(orch, load_fleet(repo / "fleet.toml"), run_id="r1")
     assert outcome.completed, outcome.reason
     (created,) = [env.event for env in orch.log.read(1, "real.coder")
                   if env.kind == "session.created"]
@@ -129,4 +129,4 @@ async def test_claude_code_as_the_lead_of_a_fan_out_and_join(
                             e.seq for e in orch.log.read(1, "reallead.lead")
                             if e.kind == "input.injected"][1])
     assert last_text == "Both greetings are in: merged."
-    assert (tmp_path / ".cap-worktrees" / "fr" / "hello.txt").read_text() == "bonjour\n"
+    assert (worktree(tmp_path, "fr") / "hello.txt").read_text() == "bonjour\n"

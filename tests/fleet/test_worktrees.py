@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
-from tests.fleet.helpers import cap, events, git
+from tests.fleet.helpers import CAP, cap, events, git, worktree
+from trio_cap.events.log import FileEventLog
 
 FLEET = '''\
 name = "wt"
@@ -43,6 +46,19 @@ def repo(tmp_path):
     return repo
 
 
+def _branches(repo) -> list[str]:
+    return git(repo, "branch", "--list", "--format=%(refname:short)", "cap/*").split()
+
+
+def _run_id(log_path) -> str:
+    log = FileEventLog(log_path, readonly=True)
+    try:
+        (started,) = events(log, "fleet.started")
+        return started.event.run
+    finally:
+        log.close()
+
+
 def test_two_members_edit_the_same_file_in_their_own_worktrees(repo):
     run = cap("fleet", "run", "fleet.toml", "--headless", "--log", "run.caplog", cwd=repo)
     assert run.returncode == 0, run.stderr
@@ -50,69 +66,93 @@ def test_two_members_edit_the_same_file_in_their_own_worktrees(repo):
     assert "fleet.worktree           en: works in" in run.stdout  # one plain line per event
     assert run.stdout.splitlines()[-1].endswith("fleet wt completed, spent $0.0000")
     assert run.stderr.startswith("cap fleet: wt completed (spent $0.0000); log ")
-    wt = repo / ".cap-worktrees"
-    assert (wt / "en" / "hello.txt").read_text() == "hello\n"
-    assert (wt / "fr" / "hello.txt").read_text() == "bonjour\n"
+    rid = _run_id(repo / "run.caplog")
+    en, fr = worktree(repo, "en", "wt", rid), worktree(repo, "fr", "wt", rid)
+    assert en == repo / ".cap-worktrees" / "wt" / rid / "en"
+    assert (en / "hello.txt").read_text() == "hello\n"
+    assert (fr / "hello.txt").read_text() == "bonjour\n"
     assert (repo / "hello.txt").read_text() == "hi\n"  # the main checkout is untouched
-    assert not (wt / "en" / "new.txt").exists()
-    assert git(wt / "fr", "rev-parse", "--abbrev-ref", "HEAD").strip() == "cap/wt/fr"
+    assert not (en / "new.txt").exists()
+    assert git(fr, "rev-parse", "--abbrev-ref", "HEAD").strip() == f"cap/wt/{rid}/fr"
     assert ".cap-worktrees" not in git(repo, "status", "--porcelain")  # excluded
-    from trio_cap.events.log import FileEventLog
-
     log = FileEventLog(repo / "run.caplog", readonly=True)
     diffs = {e.event.meta["cap.member"]: e.event.content
              for e in events(log, "cap.artifact", "fleet:wt")}
     assert "-hi\n+hello\n" in diffs["en"] and "new.txt" not in diffs["en"]
     assert "-hi\n+bonjour\n" in diffs["fr"] and "+neu\n" in diffs["fr"]
-    made = [(e.event.member, e.event.branch) for e in events(log, "fleet.worktree")]
-    assert made == [("en", "cap/wt/en"), ("fr", "cap/wt/fr")]
+    made = [(e.event.member, e.event.branch, e.event.base_ref)
+            for e in events(log, "fleet.worktree")]
+    assert made == [("en", f"cap/wt/{rid}/en", "main"), ("fr", f"cap/wt/{rid}/fr", "main")]
     # the worktrees' index was not touched by taking the diff
-    assert git(wt / "fr", "status", "--porcelain").splitlines() == [" M hello.txt",
-                                                                    "?? new.txt"]
+    assert git(fr, "status", "--porcelain").splitlines() == [" M hello.txt", "?? new.txt"]
     log.close()
 
     status = cap("fleet", "status", "run.caplog", cwd=repo)
     assert status.returncode == 0, status.stderr
     assert "fleet wt: completed" in status.stdout
-    assert "cap/wt/en" in status.stdout
+    assert f"cap/wt/{rid}/en" in status.stdout
 
-    # a second run refuses: the last run's worktrees are still there
+    # the file runs again while the last run's work waits for review: worktrees of its own
     again = cap("fleet", "run", "fleet.toml", "--log", "again.caplog", cwd=repo)
-    assert again.returncode == 2
-    (line,) = again.stderr.splitlines()
-    assert line.startswith("cap: error: ") and "exists already" in line
+    assert again.returncode == 0, again.stderr
+    rid2 = _run_id(repo / "again.caplog")
+    assert rid2 != rid
+    assert (worktree(repo, "fr", "wt", rid2) / "hello.txt").read_text() == "bonjour\n"
 
     refused = cap("fleet", "clean", "fleet.toml", "--log", "run.caplog", cwd=repo)
     assert refused.returncode == 1
     assert len(refused.stderr.strip().splitlines()) == 1
     assert "uncommitted changes" in refused.stderr
-    assert (wt / "en").is_dir()  # nothing removed
+    assert en.is_dir()  # nothing removed
 
     cleaned = cap("fleet", "clean", "fleet.toml", "--log", "run.caplog", "--force", cwd=repo)
     assert cleaned.returncode == 0, cleaned.stderr
-    assert not (wt / "en").exists() and not (wt / "fr").exists()
-    assert git(repo, "branch", "--list", "cap/*").strip() == ""
+    assert not en.exists() and not fr.exists()
+    assert not (repo / ".cap-worktrees" / "wt" / rid).exists()  # the run's folder went too
+    assert _branches(repo) == [f"cap/wt/{rid2}/en", f"cap/wt/{rid2}/fr"]
+    assert worktree(repo, "en", "wt", rid2).is_dir()  # the other run's: not in that log
+    cleaned = cap("fleet", "clean", "fleet.toml", "--log", "again.caplog", "--force", cwd=repo)
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert _branches(repo) == []
     assert git(repo, "worktree", "list").count("\n") == 1
+    assert not (repo / ".cap-worktrees" / "wt").exists()
+
+
+def test_one_fleet_file_runs_twice_at_once(repo):
+    """Two processes, one file, started together: each run makes its own worktrees and
+    branches, neither waits for nor refuses the other."""
+    procs = [subprocess.Popen([*CAP, "fleet", "run", "fleet.toml", "--log", f"r{n}.caplog"],
+                              cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True) for n in (1, 2)]
+    for proc in procs:
+        _out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    rids = {_run_id(repo / "r1.caplog"), _run_id(repo / "r2.caplog")}
+    assert len(rids) == 2
+    for rid in rids:
+        assert (worktree(repo, "en", "wt", rid) / "hello.txt").read_text() == "hello\n"
+    assert len(_branches(repo)) == 4
 
 
 def test_clean_removes_only_what_the_log_says_the_fleet_made(repo):
     run = cap("fleet", "run", "fleet.toml", "--log", "run.caplog", cwd=repo)
     assert run.returncode == 0, run.stderr
+    rid = _run_id(repo / "run.caplog")
     for member in ("en", "fr"):  # commit and merge: nothing would be lost
-        wt = repo / ".cap-worktrees" / member
+        wt = worktree(repo, member)
         git(wt, "add", "-A")
         git(wt, "commit", "-q", "-m", member)
-    git(repo, "branch", "keep-en", "cap/wt/en")  # en's commit is on another branch too
+    git(repo, "branch", "keep-en", f"cap/wt/{rid}/en")  # en's commit is on another branch too
     mine = repo / ".cap-worktrees" / "mine"
     mine.mkdir()
     refused = cap("fleet", "clean", "fleet.toml", "--log", "run.caplog", cwd=repo)
     assert refused.returncode == 1
-    assert "commits on cap/wt/fr that no other branch has" in refused.stderr
-    git(repo, "branch", "keep-fr", "cap/wt/fr")
+    assert f"commits on cap/wt/{rid}/fr that no other branch has" in refused.stderr
+    git(repo, "branch", "keep-fr", f"cap/wt/{rid}/fr")
     cleaned = cap("fleet", "clean", "fleet.toml", "--log", "run.caplog", cwd=repo)
     assert cleaned.returncode == 0, cleaned.stderr
     assert mine.is_dir()  # not the fleet's
-    assert git(repo, "branch", "--list", "cap/*").strip() == ""
+    assert _branches(repo) == []
     assert git(repo, "rev-parse", "--verify", "keep-fr").strip()
 
 

@@ -14,6 +14,7 @@ import httpx
 import trio
 from google.protobuf.json_format import MessageToDict
 
+from tests.fleet.helpers import worktree
 from tests.fleet_face.helpers import FAILS, git, make_pipeline
 from tests.serve_a2a.conftest import (
     BOUND,
@@ -75,11 +76,11 @@ async def test_the_a2a_sdk_drives_a_published_fleet(tmp_path: Path, spelling: st
     assert last_state(turn1) == "TASK_STATE_INPUT_REQUIRED"
     (request,) = [d for d in data_parts(turn1) if d.get("kind") == "cap.permission.request"]
     assert request["tool"] == "Write" and request["_meta"]["cap.member"] == "en"
-    assert request["intent"]["path"] == str(repo / ".cap-worktrees" / "en" / "hello.txt")
+    assert request["intent"]["path"] == str(worktree(repo, "en") / "hello.txt")
     # the answer let en write; then fr took en's result and wrote its own
     assert last_state(turn2) == "TASK_STATE_COMPLETED"
-    assert (repo / ".cap-worktrees" / "en" / "hello.txt").read_text() == "hello\n"
-    assert (repo / ".cap-worktrees" / "fr" / "hello.txt").read_text() == "bonjour\n"
+    assert (worktree(repo, "en") / "hello.txt").read_text() == "hello\n"
+    assert (worktree(repo, "fr") / "hello.txt").read_text() == "bonjour\n"
     text = texts_of(turn1 + turn2)
     assert "[en] " in text and "[fr] " in text and "hello.txt says bonjour." in text
     plans = [d for d in data_parts(turn1 + turn2) if d.get("kind") == "cap.plan"]

@@ -12,6 +12,7 @@ from acp import text_block
 
 from tests.agent_acp.sdk_client import RecordingClient, nothing_after_response, open_agent
 from tests.agent_acp.sdk_client import run as run_acp
+from tests.fleet.helpers import worktree
 from tests.fleet_face.helpers import make_fleet
 from trio_cap.events.log import FileEventLog
 
@@ -33,8 +34,8 @@ def test_an_acp_client_drives_a_fleet_as_one_agent(tmp_path: Path) -> None:
     assert reply.stop_reason == "end_turn"
     (perm,) = client.permissions
     assert perm.title.startswith("en: Write") and perm.title.endswith("hello.txt")
-    assert (repo / ".cap-worktrees" / "en" / "hello.txt").read_text() == "hello\n"
-    assert (repo / ".cap-worktrees" / "fr" / "hello.txt").read_text() == "bonjour\n"
+    assert (worktree(repo, "en") / "hello.txt").read_text() == "hello\n"
+    assert (worktree(repo, "fr") / "hello.txt").read_text() == "bonjour\n"
     text = client.reply_text()
     for said in ("[lead] English greeting", "[en] ", "[fr] ", "hello.txt says bonjour."):
         assert said in text

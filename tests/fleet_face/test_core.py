@@ -11,6 +11,7 @@ from typing import Any
 
 import trio
 
+from tests.fleet.helpers import worktree
 from tests.fleet_face.helpers import FAILS, git, make_fleet
 from trio_cap.actors.agent.core import Emitted
 from trio_cap.actors.bindings.base import TurnEnded
@@ -99,14 +100,14 @@ async def test_a_fan_out_join_fleet_answers_as_one_agent(tmp_path):
         "lead", "en", "fr"]
     # the permission request is en's, renumbered, with its absolute worktree path
     (request,) = client.of(PermissionRequest)
-    worktree = tmp_path / "repo" / ".cap-worktrees" / "en"
+    en = worktree(tmp_path / "repo", "en")
     assert request.req_id == "perm_1" and request.meta["cap.member"] == "en"
-    assert request.intent["path"] == str(worktree / "hello.txt")
+    assert request.intent["path"] == str(en / "hello.txt")
     assert request.meta["acp"]["title"].startswith("en: Write")
     assert request.meta["cap.call_id"] == "en.call_1"
     # both workers ran, in their own worktrees
-    assert (worktree / "hello.txt").read_text() == "hello\n"
-    fr = tmp_path / "repo" / ".cap-worktrees" / "fr" / "hello.txt"
+    assert (en / "hello.txt").read_text() == "hello\n"
+    fr = worktree(tmp_path / "repo", "fr") / "hello.txt"
     assert fr.read_text() == "bonjour\n"
     said = spoken(client.of(TextChunk))
     assert said[0] == ("lead", "English greeting to en, French greeting to fr.")
@@ -130,12 +131,12 @@ async def test_a_fan_out_join_fleet_answers_as_one_agent(tmp_path):
     kinds = {env.kind for env in log.read(1, "fleet:face")}
     assert {"fleet.started", "fleet.member", "fleet.route", "fleet.completed",
             "cap.artifact"} <= kinds
-    assert "cap/face/en" in git(tmp_path / "repo", "branch", "--list", "cap/face/*")
+    assert git(tmp_path / "repo", "branch", "--list", "cap/face/*/en").strip()
 
 
 async def test_a_denied_request_goes_back_to_the_member_that_asked(tmp_path):
     _client, log = await _serve(tmp_path, make_fleet(tmp_path), answer="deny")
-    assert not (tmp_path / "repo" / ".cap-worktrees" / "en" / "hello.txt").exists()
+    assert not (worktree(tmp_path / "repo", "en") / "hello.txt").exists()
     (decided,) = [env.event for env in log.read(1, "face.en") if env.kind ==
                   "permission.decided"]
     assert (decided.decision, decided.by) == ("deny", "human")
@@ -163,7 +164,7 @@ async def test_a_cancel_stops_the_run_and_closes_its_sessions(tmp_path):
             await client.wait(lambda out: any(isinstance(e, TurnEnded) for e in out))
             await client.send.aclose()
     assert client.out[-1] == TurnEnded("cancelled")
-    assert not (tmp_path / "repo" / ".cap-worktrees" / "en" / "hello.txt").exists()
+    assert not (worktree(tmp_path / "repo", "en") / "hello.txt").exists()
     (ended,) = [env.event for env in log.read(1, "fleet:face") if env.kind == "fleet.failed"]
     assert ended.reason == "stopped before it finished"
     for member in ("lead", "en", "fr"):
@@ -171,9 +172,9 @@ async def test_a_cancel_stops_the_run_and_closes_its_sessions(tmp_path):
         assert kinds[-1] in ("session.completed", "session.cancelled"), (member, kinds[-1])
 
 
-async def test_a_second_prompt_is_a_second_run_that_needs_free_worktrees(tmp_path):
-    """One prompt, one run: the next is named face-2, and its worktrees (the first run's
-    are kept for review) must be cleaned first, which its error says."""
+async def test_a_second_prompt_is_a_second_run_in_worktrees_of_its_own(tmp_path):
+    """One prompt, one run: the next is named face-2 and works in its own worktrees and
+    branches while the first run's are kept for review."""
     path = make_fleet(tmp_path, en_permissions="allow")
     client = Client()
     log = MemoryEventLog()
@@ -187,12 +188,14 @@ async def test_a_second_prompt_is_a_second_run_that_needs_free_worktrees(tmp_pat
                 await client.wait(lambda out, n=n: len(
                     [e for e in out if isinstance(e, TurnEnded)]) == n)
             await client.send.aclose()
-    first, second = [e for e in client.out if isinstance(e, TurnEnded)]
-    assert (first, second) == (TurnEnded("end_turn"), TurnEnded("error"))
-    (error,) = [e for e in client.of(CapError) if e.code == "fleet_failed"]
-    assert "exists" in error.message and "cap fleet clean" in error.message
-    assert [env.event.task for env in log.read(1, "fleet:face") if env.kind ==
-            "fleet.started"] == ["greet"]
+    ends = [e for e in client.out if isinstance(e, TurnEnded)]
+    assert ends == [TurnEnded("end_turn"), TurnEnded("end_turn")]
+    starts = [(env.stream, env.event.task) for env in log.read(1) if env.kind == "fleet.started"]
+    assert starts == [("fleet:face", "greet"), ("fleet:face-2", "again")]
+    repo = tmp_path / "repo"
+    assert (worktree(repo, "en", "face") / "hello.txt").read_text() == "hello\n"
+    assert (worktree(repo, "en", "face-2") / "hello.txt").read_text() == "hello\n"
+    assert len(git(repo, "branch", "--list", "cap/face*/*/en").splitlines()) == 2
 
 
 async def test_a_members_own_plan_is_merged_into_the_faces_plan(tmp_path):

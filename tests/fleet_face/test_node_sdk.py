@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 from tests.agent_stream_json.conftest import node_sdk
+from tests.fleet.helpers import worktree
 from tests.fleet_face.helpers import make_fleet
 from tests.fleet_face.test_python_sdk import wrapper
 
@@ -42,8 +43,8 @@ def test_typescript_query_drives_a_fleet(node_sdk: Path, cap_agent: str, tmp_pat
                           timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
-    assert out["asked"] == [["Write", str(repo / ".cap-worktrees" / "en" / "hello.txt"), "en"]]
+    assert out["asked"] == [["Write", str(worktree(repo, "en") / "hello.txt"), "en"]]
     last = out["messages"][-1]
     assert last["type"] == "result" and last["subtype"] == "success"
     assert last["result"] == "Both greetings are written."
-    assert (repo / ".cap-worktrees" / "fr" / "hello.txt").read_text() == "bonjour\n"
+    assert (worktree(repo, "fr") / "hello.txt").read_text() == "bonjour\n"

@@ -24,6 +24,7 @@ from claude_agent_sdk import (
     ToolUseBlock,
 )
 
+from tests.fleet.helpers import worktree
 from tests.fleet_face.helpers import FAILS, git, make_fleet
 from trio_cap.events.log import FileEventLog
 
@@ -62,10 +63,10 @@ def test_the_sdk_drives_a_fan_out_join_fleet_as_one_agent(cap_agent, tmp_path):
     # en's write (its policy is ask) reached the client, named after en, with its path
     ((tool, tool_input, context),) = asked
     assert tool == "Write" and context.agent_id == "en"
-    assert tool_input["file_path"] == str(repo / ".cap-worktrees" / "en" / "hello.txt")
+    assert tool_input["file_path"] == str(worktree(repo, "en") / "hello.txt")
     # both workers ran, each in its own worktree; their diffs are in the fleet's log
-    assert (repo / ".cap-worktrees" / "en" / "hello.txt").read_text() == "hello\n"
-    assert (repo / ".cap-worktrees" / "fr" / "hello.txt").read_text() == "bonjour\n"
+    assert (worktree(repo, "en") / "hello.txt").read_text() == "hello\n"
+    assert (worktree(repo, "fr") / "hello.txt").read_text() == "bonjour\n"
     texts = [b.text for m in messages if isinstance(m, AssistantMessage) for b in m.content
              if isinstance(b, TextBlock)]
     assert texts[0] == "[lead] English greeting to en, French greeting to fr."
@@ -95,7 +96,7 @@ def test_the_sdk_drives_a_fan_out_join_fleet_as_one_agent(cap_agent, tmp_path):
     decided = [env.event for env in fleet_log.read(1, "face.en")
                if env.kind == "permission.decided"]
     assert [(d.decision, d.by) for d in decided] == [("allow_once", "human")]
-    assert "cap/face/fr" in git(repo, "branch", "--list", "cap/face/*")
+    assert git(repo, "branch", "--list", "cap/face/*/fr").strip()
 
 
 def test_a_fleet_that_fails_ends_with_an_error_result_last(cap_agent, tmp_path):

@@ -59,7 +59,7 @@ async def test_sdk_drives_a_fleet_whose_coder_is_real_claude(
         await trio.run_process(["git", "-C", str(repo), *args])
     (tmp_path / "fleet.toml").write_text(FLEET)
     (tmp_path / "reviewer.toml").write_text('[[turn]]\nsteps = [ { say = "looks good" } ]\n')
-    target = repo / ".cap-worktrees" / "coder" / "hello.txt"
+    target = repo / ".cap-worktrees" / "realface" / "r1" / "coder" / "hello.txt"
     model_server.set_script(script_from_obj({"rules": [
         {"match": "create hello", "text": "On it.",
          "tool_calls": [{"name": "Write", "arguments": {"file_path": str(target),
@@ -68,7 +68,8 @@ async def test_sdk_drives_a_fleet_whose_coder_is_real_claude(
     log = tmp_path / "face.caplog"
     cli = tmp_path / "bin" / "claude"
     cli.parent.mkdir()
-    pairs = " ".join(shlex.quote(f"{k}={v}") for k, v in penv.env.items())
+    env = {**penv.env, "CAP_FLEET_RUN_ID": "r1"}  # the run's paths, known before it starts
+    pairs = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
     argv = [cap_agent, "--fleet", str(tmp_path / "fleet.toml"), "--log", str(log)]
     cli.write_text(f"#!/bin/sh\nexec env -i {pairs} {shlex.join(argv)} \"$@\"\n")
     cli.chmod(0o755)
