@@ -342,6 +342,17 @@ class FleetMember(Event, tag="fleet.member"):
     budget_usd: float | None = None
 
 
+class FleetArchive(Event, tag="fleet.archive"):
+    """The research archive the fleet's auto-answerer searches, as it was read when the run
+    began (its answers are ``ask.answered`` ``policy:auto_answer`` on members' streams)."""
+
+    path: str
+    files: int
+    passages: int
+    threshold: float
+    max_passages: int
+
+
 class FleetRoute(Event, tag="fleet.route"):
     """A route fired: ``pattern`` from ``sources`` to ``targets`` (a race's winner is its
     only source; ``cancelled`` are the losers)."""
@@ -694,6 +705,7 @@ FLEET_EVENTS: tuple[type[Event], ...] = (
     FleetWorktree,
     FleetSetup,
     FleetMember,
+    FleetArchive,
     FleetRoute,
     FleetMessageQueued,
     FleetMessageDelivered,
@@ -788,6 +800,7 @@ AnyEvent = (
     | FleetWorktree
     | FleetSetup
     | FleetMember
+    | FleetArchive
     | FleetRoute
     | FleetMessageQueued
     | FleetMessageDelivered

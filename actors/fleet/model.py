@@ -35,6 +35,12 @@ class Member:
     """trio-cap's scripted agent only: its script file (absolute once loaded)."""
     start: bool | None = None
     """Whether it gets the fleet's task at the start; None: :func:`entry_members` decides."""
+    allow_tools: tuple[str, ...] = ()
+    """Added to the fleet's ``allow_tools``."""
+    deny_tools: tuple[str, ...] = ()
+    """Added to the fleet's ``deny_tools``."""
+    auto_answer: bool | None = None
+    """False: its asks skip the fleet's auto-answerer; None: the fleet's setting."""
 
 
 @attrs.frozen
@@ -130,6 +136,17 @@ class Setup:
 
 
 @attrs.frozen
+class AutoAnswerSettings:
+    """``[auto_answer]``: members' asks answered from a folder of markdown files
+    (:mod:`answerer`) when the best BM25 match scores at least ``threshold``."""
+
+    archive: str
+    """Absolute once loaded."""
+    threshold: float = 3.0
+    max_passages: int = 3
+
+
+@attrs.frozen
 class Fleet:
     name: str
     task: str
@@ -148,7 +165,22 @@ class Fleet:
     """How many mediated messages may follow one another (A → B → A …) before the next is
     refused."""
     setup: Setup = Setup()
+    allow_tools: tuple[str, ...] = ()
+    """Tool-name globs every member's policy approves without asking (high risk excepted)."""
+    deny_tools: tuple[str, ...] = ()
+    """Tool-name globs every member's policy refuses without asking."""
+    auto_answer: AutoAnswerSettings | None = None
+    """None: asks go to a human, or are declined headless."""
     source: str = "<fleet>"
+
+    def tools(self, member: Member) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(allow, deny) for one member: the fleet's lists and its own, added up."""
+        return ((*self.allow_tools, *member.allow_tools),
+                (*self.deny_tools, *member.deny_tools))
+
+    def answers(self, member: Member) -> bool:
+        """Whether ``member``'s asks go to the auto-answerer first."""
+        return self.auto_answer is not None and member.auto_answer is not False
 
     def entry_members(self) -> tuple[str, ...]:
         """Who gets the task at the start: each session with ``start = true``, and (unless

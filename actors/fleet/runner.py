@@ -19,6 +19,7 @@ import attrs
 import trio
 
 from trio_cap.actors.fleet import worktrees
+from trio_cap.actors.fleet.answer_shell import open_answerer
 from trio_cap.actors.fleet.machine import (
     CancelTurn,
     Deliver,
@@ -201,8 +202,16 @@ class _Shell:
 
     async def _start_sessions(self) -> None:
         fleet = self.fleet
+        try:
+            answerer = await open_answerer(fleet, self.emit)
+        except OSError as exc:
+            self.ended = True
+            why = f"auto_answer archive {exc.filename or ''} cannot be read: {exc.strerror}"
+            await self.emit(FleetFailed(fleet=fleet.name, reason=why))
+            raise FleetSetupError(why) from None
         for member in fleet.sessions:
             sid = session_id(fleet.name, member.id)
+            allow_tools, deny_tools = fleet.tools(member)
             try:
                 session = await self.orch.start_session(
                     member.agent, member.binding, cwd=self.workdirs[member.id].path,
@@ -211,7 +220,9 @@ class _Shell:
                     allow_high_risk=(fleet.allow_high_risk if member.allow_high_risk is None
                                      else member.allow_high_risk),
                     human=self.human, budget_usd=member.budget_usd, system_prompt=member.role,
-                    session_id=sid, permissions_chosen=True)
+                    session_id=sid, permissions_chosen=True, allow_tools=allow_tools,
+                    deny_tools=deny_tools,
+                    answerer=answerer if fleet.answers(member) else None)
             except Exception as exc:
                 self.ended = True
                 await self.emit(FleetFailed(fleet=fleet.name,

@@ -31,6 +31,7 @@ from trio_cap.actors.fleet.model import (
     Subtask,
 )
 from trio_cap.actors.fleet.validate_ops import check_setup
+from trio_cap.actors.fleet.validate_policy import check_auto_answer, check_tools
 from trio_cap.actors.session.policy import POLICIES
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
@@ -38,9 +39,10 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 
 TOP_KEYS = {"name", "task", "task_file", "repo", "base", "worktrees", "budget_usd",
             "permissions", "allow_high_risk", "hop_limit", "session", "sessions", "route",
-            "routes", "plan", "setup"}
+            "routes", "plan", "setup", "allow_tools", "deny_tools", "auto_answer"}
 SESSION_KEYS = {"id", "agent", "binding", "model", "budget_usd", "permissions",
-                "allow_high_risk", "role", "system_prompt", "script", "start"}
+                "allow_high_risk", "role", "system_prompt", "script", "start", "allow_tools",
+                "deny_tools", "auto_answer"}
 PLAN_KEYS = {"id", "content", "assigned_to", "depends_on"}
 
 
@@ -202,7 +204,12 @@ def check_fleet(raw: dict, source: str, *, base_dir: Path, task: str | None = No
         hop_limit = 4
 
     setup = check_setup(c, raw.get("setup"), worktrees)
+    allow_tools, deny_tools = check_tools(c, raw, "")
+    auto_answer = check_auto_answer(c, raw.get("auto_answer"), base_dir)
     members = _members(c, _table_list(c, raw, "session"), base_dir, budget)
+    for i, m in enumerate(members):
+        if m.auto_answer and auto_answer is None:
+            c.bad(f"session[{i}].auto_answer", "the fleet has no [auto_answer] archive enabled")
     _check_bypass(c, permissions, allow_high, members)
     known = {m.id for m in members}
     routes = _routes(c, _table_list(c, raw, "route"), known)
@@ -216,7 +223,8 @@ def check_fleet(raw: dict, source: str, *, base_dir: Path, task: str | None = No
     fleet = Fleet(name=name, task=final_task or "", sessions=members, routes=routes, plan=plan,
                  repo=str((base_dir / repo).resolve()), base=base, worktrees=worktrees,
                  budget_usd=budget, permissions=permissions, allow_high_risk=allow_high,
-                 hop_limit=hop_limit, setup=setup, source=source)
+                 hop_limit=hop_limit, setup=setup, allow_tools=allow_tools,
+                 deny_tools=deny_tools, auto_answer=auto_answer, source=source)
     if not fleet.entry_members() and not plan:
         raise FleetInvalid(source, [f"{source}: session: no session gets the task (every one "
                                     "is fed by a route): set start = true on the first"])
@@ -279,6 +287,7 @@ def _members(c: _Checker, items: list[tuple[str, Any]], base_dir: Path,
         if script is not None:
             script = str((base_dir / script).resolve())
             _check_script(c, f"{path}.script", script)
+        allow_tools, deny_tools = check_tools(c, raw, path)
         if sid is None:
             continue
         seen.add(sid)
@@ -287,7 +296,9 @@ def _members(c: _Checker, items: list[tuple[str, Any]], base_dir: Path,
             model=c.text(raw, "model", f"{path}.model"), budget_usd=budget,
             permissions=c.policy(raw, "permissions", f"{path}.permissions"),
             allow_high_risk=c.flag(raw, "allow_high_risk", f"{path}.allow_high_risk"),
-            role=role or prompt, script=script, start=c.flag(raw, "start", f"{path}.start")))
+            role=role or prompt, script=script, start=c.flag(raw, "start", f"{path}.start"),
+            allow_tools=allow_tools, deny_tools=deny_tools,
+            auto_answer=c.flag(raw, "auto_answer", f"{path}.auto_answer")))
     return tuple(members)
 
 

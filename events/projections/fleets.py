@@ -15,6 +15,9 @@ import msgspec
 
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import (
+    AskAnswered,
+    AskUser,
+    FleetArchive,
     FleetBudgetRefused,
     FleetCancel,
     FleetCompleted,
@@ -78,6 +81,22 @@ class AuditRow(msgspec.Struct, kw_only=True):
     detail: str = ""
 
 
+class AskView(msgspec.Struct, kw_only=True):
+    """A member's ask, and who answered it: the auto-answerer (with the passages it used),
+    a person, or nobody (declined headless), and why the auto-answerer passed it on."""
+
+    member: str
+    ask_id: str
+    prompt: str = ""
+    seq: int = 0
+    state: str = "pending"
+    """pending | answered | declined"""
+    value: Any = None
+    by: str = ""
+    provenance: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    escalated: str = ""
+
+
 class FleetView(msgspec.Struct, kw_only=True):
     name: str
     stream: str
@@ -91,6 +110,8 @@ class FleetView(msgspec.Struct, kw_only=True):
     messages: dict[str, MessageView] = msgspec.field(default_factory=dict)
     audit: list[AuditRow] = msgspec.field(default_factory=list)
     worktrees: list[FleetWorktree] = msgspec.field(default_factory=list)
+    archive: FleetArchive | None = None
+    asks: list[AskView] = msgspec.field(default_factory=list)
 
 
 class FleetsState(msgspec.Struct):
@@ -239,6 +260,62 @@ def _needs(state: FleetsState, env: Envelope) -> None:
     if member is not None:
         ev: SessionInputRequired = env.event  # type: ignore[assignment]
         member.status, member.needs = "needs input", f"{ev.reason} {ev.ref}"
+        if ev.reason == "ask":
+            _escalated(state, env, ev.ref, ev.meta, "to a person")
+
+
+def _archive(state: FleetsState, env: Envelope) -> None:
+    view = _fleet(state, env)
+    if view is not None:
+        view.archive = env.event  # type: ignore[assignment]
+
+
+def _asked(state: FleetsState, env: Envelope) -> None:
+    where = state.members.get(env.stream)
+    if where is not None:
+        ev: AskUser = env.event  # type: ignore[assignment]
+        state.fleets[where[0]].asks.append(AskView(member=where[1], ask_id=ev.ask_id,
+                                                   prompt=ev.prompt, seq=env.seq))
+
+
+def _ask(state: FleetsState, env: Envelope, ask_id: str) -> tuple[FleetView, AskView] | None:
+    where = state.members.get(env.stream)
+    if where is None:
+        return None
+    view = state.fleets[where[0]]
+    found = next((a for a in reversed(view.asks)
+                  if a.member == where[1] and a.ask_id == ask_id), None)
+    return (view, found) if found is not None else None
+
+
+def _escalated(state: FleetsState, env: Envelope, ask_id: str, meta: dict[str, Any] | None,
+               to: str) -> None:
+    why = (meta or {}).get("cap.auto_answer")
+    got = _ask(state, env, ask_id)
+    if got is None or not isinstance(why, dict):
+        return
+    view, ask = got
+    ask.escalated = str(why.get("reason", ""))
+    _audit(view, env, source="auto_answer", target=ask.member, text=ask.prompt,
+           detail=f"escalated {to}: {ask.escalated}")
+
+
+def _answered(state: FleetsState, env: Envelope) -> None:
+    ev: AskAnswered = env.event  # type: ignore[assignment]
+    got = _ask(state, env, ev.ask_id)
+    if got is None:
+        return
+    view, ask = got
+    ask.state = "declined" if ev.value is None else "answered"
+    ask.value, ask.by = ev.value, ev.by
+    if ev.by == "policy:headless":
+        _escalated(state, env, ev.ask_id, ev.meta, "and declined (nobody can be asked)")
+    provenance = (ev.meta or {}).get("cap.provenance")
+    if isinstance(provenance, list):
+        ask.provenance = provenance
+        _audit(view, env, source="auto_answer", target=ask.member, text=str(ev.value),
+               detail="; ".join(f"{p.get('file')} #{p.get('passage')} score {p.get('score')}"
+                                for p in provenance if isinstance(p, dict)))
 
 
 def _usage(state: FleetsState, env: Envelope) -> None:
@@ -262,6 +339,9 @@ class FleetsProjection(Projection[FleetsState]):
         FleetStarted: _started,
         FleetWorktree: _worktree,
         FleetMember: _joined,
+        FleetArchive: _archive,
+        AskUser: _asked,
+        AskAnswered: _answered,
         Plan: _plan_or_member,
         FleetMessageQueued: _queued,
         FleetMessageDelivered: _delivered,
