@@ -27,13 +27,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import bm25s
 
 from trio_cap.actors.session.policy import Answerer, AutoAnswer
 from trio_cap.events.kinds import AskUser
+
+if TYPE_CHECKING:
+    import bm25s
 
 PROVENANCE = "cap.provenance"
 AUTO_ANSWER_META = "cap.auto_answer"
@@ -112,6 +114,8 @@ def split_markdown(name: str, text: str) -> list[Passage]:
 
 
 def _tokens(texts: Sequence[str]) -> list[list[str]]:
+    import bm25s  # numpy comes with it: only fleets that answer pay for the import
+
     return bm25s.tokenize(list(texts), stopwords="english", return_ids=False,  # type: ignore[return-value]
                           show_progress=False)
 
@@ -126,6 +130,8 @@ class Archive:
         self._words = [frozenset(t) for t in tokens]
         self._index: bm25s.BM25 | None = None
         if self.passages:
+            import bm25s
+
             self._index = bm25s.BM25()
             self._index.index(tokens, show_progress=False)
 
