@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import trio
 
@@ -75,7 +77,30 @@ def serve_command(args: argparse.Namespace) -> int:
                 if type(e.event) is SessionReady), None)
     if live and old and live != old:
         playback.subs[old] = live
-    return trio.run(_serve, playback, bool(getattr(args, "fast", False)))
+    with _raw_terminal(playback.binding == "pty"):
+        return trio.run(_serve, playback, bool(getattr(args, "fast", False)))
+
+
+@contextmanager
+def _raw_terminal(wanted: bool) -> Iterator[None]:
+    """A terminal on stdin in raw mode (no echo, no line editing, output as recorded: the
+    recorded program's own echo is in the recording), as it was again afterwards."""
+    fd = sys.stdin.fileno()
+    if not wanted or not os.isatty(fd):
+        yield
+        return
+    import termios
+    import tty
+
+    saved = termios.tcgetattr(fd)
+    tty.setraw(fd)
+    try:
+        yield
+    finally:
+        try:
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        except termios.error:
+            pass  # the terminal is gone (the driver hung up)
 
 
 def _live_session_id(argv: list[str]) -> str | None:
@@ -90,12 +115,9 @@ def _live_session_id(argv: list[str]) -> str | None:
 
 async def _serve(playback: Playback, fast: bool = False) -> int:
     terminal = playback.binding == "pty"
-    if terminal and os.isatty(sys.stdin.fileno()):
-        import tty
-
-        tty.setraw(sys.stdin.fileno())  # no echo, no line editing, output as recorded
-    stdin = trio.lowlevel.FdStream(sys.stdin.fileno())
-    stdout = trio.lowlevel.FdStream(sys.stdout.fileno())
+    # FdStream owns and closes its fd: copies, so stdin stays open for the terminal's restore
+    stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+    stdout = trio.lowlevel.FdStream(os.dup(sys.stdout.fileno()))
     buffered = bytearray()
     eof = False
     timed = terminal and not fast
@@ -155,6 +177,9 @@ async def _serve(playback: Playback, fast: bool = False) -> int:
             playback.learn(step.recorded, got)
         elif type(step) is CloseOutput:
             await stdout.aclose()
+            null = os.open(os.devnull, os.O_WRONLY)  # our stdout's last copy goes: the driver
+            os.dup2(null, sys.stdout.fileno())       # reads the end of output, as recorded
+            os.close(null)
         elif type(step) is Exit:
             return step.code
         elif type(step) is Hold:

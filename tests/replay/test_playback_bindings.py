@@ -86,3 +86,47 @@ def test_serve_pty_fast_under_the_pty_driver_gives_the_same_events(tmp_path):
     replayed = read_log(tmp_path / "n.caplog")
     assert _agent_side(replayed, driver_ids=True) == _agent_side(original, driver_ids=True)
     assert sum(type(e.event) is FrameIn for e in replayed) > 5  # the new run recorded too
+
+
+def test_serve_pty_leaves_the_terminal_as_it_found_it(tmp_path):
+    """Played back on a terminal, the recording's own echo is the only one (raw mode: the
+    keys typed are not echoed again); the terminal's modes are restored when the played-back
+    program ends (here as it did: with its exit code)."""
+    import os
+    import select
+    import subprocess
+    import termios
+
+    program = "sh -c 'echo ready; read x; echo got $x; exit 3'"
+    result = cap("run", "--agent", f"pty:{program}", "--task", "abc", "--headless",
+                 "--log", "o.caplog", cwd=tmp_path)
+    assert result.returncode == 1 and "pty_died" in result.stdout  # it ended mid-turn
+    sid = _session(read_log(tmp_path / "o.caplog"))
+    master, slave = os.openpty()
+    before = termios.tcgetattr(slave)
+    shown = b""
+
+    def read_until(text: bytes) -> None:
+        nonlocal shown
+        while text not in shown:
+            ready, _, _ = select.select([master], [], [], 30)
+            assert ready, shown
+            shown += os.read(master, 65536)
+
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "trio_cap.actors.cli", "replay",
+                                 "o.caplog", "--agent", sid, "--serve", "pty", "--fast"],
+                                cwd=tmp_path, stdin=slave, stdout=slave, stderr=subprocess.PIPE,
+                                env=_no_agents(tmp_path))
+        read_until(b"ready")
+        os.write(master, b"abc")  # what the recorded driver typed, then its Enter
+        os.write(master, b"\r")
+        read_until(b"got abc")
+        code = proc.wait(timeout=60)
+        after = termios.tcgetattr(slave)
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert code == 3, proc.stderr.read()  # type: ignore[union-attr]
+    assert shown.count(b"abc") == 2  # the recorded echo and the recorded output, no more
+    assert after == before
