@@ -3,19 +3,21 @@ scripted agent whose asks it answers (with provenance in the log) or passes on."
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import msgspec
+import trio
 
-from tests.fleet.helpers import events, run_file
+from tests.fleet.helpers import EXAMPLES, copy_examples, events, run_file
+from trio_cap.actors.fleet import load_fleet, run_fleet
 from trio_cap.actors.fleet.answer_shell import read_archive
 from trio_cap.actors.fleet.answerer import AUTO_ANSWER_META, PROVENANCE, answer, split_markdown
+from trio_cap.actors.ids import SequentialIds
+from trio_cap.actors.orchestrator import open_orchestrator
 from trio_cap.actors.replay.check import check_sessions, group_sessions
 from trio_cap.actors.session.machine import AUTO_ANSWER
 from trio_cap.events.kinds import AskUser
 from trio_cap.events.replay import replay
 
-RESEARCH = Path(__file__).parent / "research"
+RESEARCH = EXAMPLES / "research"
 DATABASE = "Which database do the nodes share the log in?"
 FRANCE = "What is the capital of France?"
 
@@ -121,3 +123,54 @@ async def test_a_fleet_member_is_answered_from_the_archive_and_the_rest_passed_o
     checked = check_sessions(group_sessions([list(log.read(1))]))
     assert checked.sessions == 2
     log.close()
+
+
+async def test_the_example_answers_from_its_archive_and_declines_the_rest(tmp_path):
+    outcome, log, live = await run_file(copy_examples(tmp_path) / "research.toml")
+    assert outcome.completed, outcome.reason
+    answers = [e.event for e in events(log, "ask.answered", "research.asker")]
+    assert [(a.value, a.by) for a in answers] == [("postgresql", AUTO_ANSWER),
+                                                  (None, "policy:headless")]
+    assert answers[0].meta[PROVENANCE][0]["file"] == "storage/event-log.md"
+    assert [(a.state, a.escalated != "") for a in live.fleets["research"].asks] == [
+        ("answered", False), ("declined", True)]
+    log.close()
+
+
+async def test_an_ask_the_archive_cannot_answer_goes_to_the_person_present(tmp_path):
+    path = tmp_path / "fleet.toml"
+    path.write_text(
+        f'name = "hu"\nworktrees = "dirs"\ntask = "ask: {FRANCE} [paris|rome]"\n'
+        f'[auto_answer]\narchive = "{RESEARCH}"\nthreshold = 2.5\n'
+        '[[session]]\nid = "asker"\nbinding = "inproc"\n')
+
+    def escalated(state):
+        view = state.fleets.fleets.get("hu")
+        return next((a for a in view.asks if a.escalated and a.state == "pending"), None) \
+            if view is not None else None
+
+    async with open_orchestrator(tmp_path / "run.caplog", ids=SequentialIds()) as orch:
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                done: list = []
+
+                async def run() -> None:
+                    done.append(await run_fleet(orch, load_fleet(path), human=True))
+
+                nursery.start_soon(run)
+                state = await orch.wait_until(lambda s: escalated(s) is not None)
+                ask = escalated(state)
+                assert "no passage names any of the options" in ask.escalated
+                await orch.session("hu.asker").answer(ask.ask_id, "paris")
+            await orch.caught_up()
+        (outcome,) = done
+        assert outcome.completed, outcome.reason
+        needed = [e.event for e in orch.log.read(1, "hu.asker")
+                  if e.kind == "session.input_required"]
+        assert needed[0].meta[AUTO_ANSWER_META]["escalated"] is True
+        answers = [(e.event.value, e.event.by) for e in orch.log.read(1, "hu.asker")
+                   if e.kind == "ask.answered"]
+        assert answers == [("paris", "human")]
+        said = "".join(e.event.text for e in orch.log.read(1, "hu.asker")
+                       if e.kind == "cap.text_chunk")
+        assert "You answered paris." in said
