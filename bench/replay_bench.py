@@ -9,7 +9,10 @@ Figures (CPU time, medians of interleaved runs):
   + compare every event) against the projection fold ``cap replay`` does
   (``events/replay.py``) over the same log: target ≥ 300k events/s;
 * the cost of recording: N in-process sessions with ``--record off`` and
-  ``frames``, same work, events/s and run time.
+  ``frames``, same work, events/s and run time;
+* the cost of recording a PTY: the settle machine fed the shared corpus's TUI
+  redraw stream in 4 KiB reads, its events appended to a log, without and with
+  the ``frame.in`` each step logs (``--record frames`` on a PTY).
 """
 
 from __future__ import annotations
@@ -153,3 +156,41 @@ def run(quick: bool = False) -> None:
               "(sessions/s)")
         row("--record off", cost["off"])
         row("--record frames", cost["frames"], cost["off"])
+    _pty_recording(quick)
+
+
+def _pty_recording(quick: bool) -> None:
+    from bench.corpus import CorpusMissing
+    from bench.pty_bench import chunks, corpus
+    from trio_cap.actors.bindings.pty.machine import PtyMachine
+    from trio_cap.actors.bindings.pty.machine_rules import PtySettings
+    from trio_cap.actors.recording import Recorder
+    from trio_cap.events.kinds import Event
+
+    try:
+        reads = chunks(corpus(300 if quick else 2000)[0])
+    except CorpusMissing as exc:
+        print(f"  PTY recording cost: skipped ({exc})")
+        return
+
+    def steps(record: bool):
+        async def feed() -> int:
+            log = MemoryEventLog(StepClock())
+            machine = PtyMachine(PtySettings(cols=120, rows=40), new_id=str, now=0.0)
+            recorder = Recorder("pty", now=lambda: 0.0)
+            now = 0.0
+            for data in reads:
+                now += 0.01
+                events = [o for o in machine.receive_data(data, now) if isinstance(o, Event)]
+                if record:
+                    events.insert(0, recorder.step_in(now, data))
+                if events:
+                    await log.append(events, stream="s")
+            return len(reads)
+        return lambda: trio.run(feed)
+
+    cost = interleaved_rates({"off": steps(False), "frames": steps(True)}, repeat=3)
+    print(f"  PTY recording cost: the settle machine on {len(reads)} reads of a TUI redraw "
+          "stream, events logged (reads/s)")
+    row("--record off", cost["off"])
+    row("--record frames (a frame.in per read)", cost["frames"], cost["off"])
