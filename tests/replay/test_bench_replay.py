@@ -14,4 +14,5 @@ def test_replay_bench_quick_runs_and_prints() -> None:
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert "replay --check, end to end" in out.stdout and "target ≥ 300,000/s" in out.stdout
+    assert "PTY recording cost" in out.stdout
     assert "--record frames" in out.stdout and "--record off" in out.stdout
