@@ -11,7 +11,11 @@ It answers four calls, mirroring its shell exactly:
 * ``feed(frame_in)``: the machine's outputs for one recorded step (the kit's
   outputs: events, ``TurnEnded``, ``AgentGone``, ``ToAgent``);
 * ``send(frames)`` / ``cancel(scope)``: what the shell wrote for those, as
-  frame.out events;
+  frame.out events; nothing for a shell whose sends are steps of their own in
+  the log (ACP, PTY, A2A): the frame waits there until its step comes;
+* ``replayable(recorded)`` (optional, static): whether the log holds what the
+  machine is built from (a log from before the binding recorded it: checked
+  from its events);
 * ``shell_step(recorded, i)`` (only with ``shell_steps``): a step the shell took
   with no read (ACP: its sends and served answers are batches of their own),
   run when the check reaches it; None when ``recorded[i]`` starts none;
