@@ -332,6 +332,27 @@ class FleetSetup(Event, tag="fleet.setup"):
     duration_ms: int = 0
 
 
+class FleetTouched(Event, tag="fleet.touched"):
+    """A member changed a file for the first time in this run: a write tool call that
+    succeeded (``call_id``), or its final diff.  ``path`` is relative to the member's
+    working directory (absolute when outside it), so members' paths compare."""
+
+    member: str
+    path: str
+    via: Literal["tool", "diff"] = "tool"
+    call_id: str | None = None
+
+
+class FleetConflict(Event, tag="fleet.conflict"):
+    """A second (third …) member changed a file another member of the run changed: their
+    branches will conflict or overwrite each other at merge.  Logged when it happens."""
+
+    path: str
+    members: tuple[str, ...]
+    """Every member that changed it, in the order they did; the last is the newcomer."""
+    via: Literal["tool", "diff"] = "tool"
+
+
 class FleetMember(Event, tag="fleet.member"):
     """A member's session was started: which log stream is its."""
 
@@ -704,6 +725,8 @@ FLEET_EVENTS: tuple[type[Event], ...] = (
     FleetStarted,
     FleetWorktree,
     FleetSetup,
+    FleetTouched,
+    FleetConflict,
     FleetMember,
     FleetArchive,
     FleetRoute,
@@ -799,6 +822,8 @@ AnyEvent = (
     | FleetStarted
     | FleetWorktree
     | FleetSetup
+    | FleetTouched
+    | FleetConflict
     | FleetMember
     | FleetArchive
     | FleetRoute

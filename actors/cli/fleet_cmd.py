@@ -78,6 +78,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="remove them even with uncommitted or unmerged work")
     clean.set_defaults(func=clean_command)
 
+    merge = verbs.add_parser(
+        "merge", help="merge a run's branches into its base branch",
+        description="Merge the branches of the fleet run in LOG into the base branch they "
+                    "started from (checked out, clean, in the repo), one member at a time in "
+                    "plan order; a member's uncommitted work is committed on its own branch "
+                    "first.  The first conflict stops it: that merge is aborted, the members "
+                    "who changed each conflicting file are listed, exit code 1.")
+    merge.add_argument("log", metavar="LOG", help="the log of the fleet's run")
+    merge.add_argument("--fleet", metavar="NAME", help="which fleet, when LOG holds several")
+    merge.set_defaults(func=merge_command)
+
     fleet.set_defaults(func=lambda _args: (fleet.print_help(), EXIT_USAGE)[1])
 
 
@@ -182,6 +193,8 @@ def status_command(args: argparse.Namespace) -> int:
         states: dict[str, int] = {}
         for msg in view.messages.values():
             states[msg.state] = states.get(msg.state, 0) + 1
+        for conflict in view.conflicts:
+            print(f"  conflict {conflict.path}: changed by {', '.join(conflict.members)}")
         refused = sum(1 for row in view.audit if row.kind.endswith("refused"))
         print(f"  messages: {len(view.messages)} "
               f"({', '.join(f'{n} {s}' for s, n in sorted(states.items())) or 'none'}); "
@@ -247,3 +260,9 @@ async def _clean(repo: str, made: list, force: bool) -> int:
         for what in removed:
             print(f"removed {what}")
     return EXIT_OK
+
+
+def merge_command(args: argparse.Namespace) -> int:
+    from trio_cap.actors.cli.fleet_merge import merge_log
+
+    return merge_log(args.log, args.fleet)

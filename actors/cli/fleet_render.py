@@ -6,6 +6,7 @@ from trio_cap.events.kinds import (
     FleetBudgetRefused,
     FleetCancel,
     FleetCompleted,
+    FleetConflict,
     FleetFailed,
     FleetMember,
     FleetMessageConsumed,
@@ -15,6 +16,7 @@ from trio_cap.events.kinds import (
     FleetRoute,
     FleetSetup,
     FleetStarted,
+    FleetTouched,
     FleetWorktree,
 )
 
@@ -58,6 +60,13 @@ def describe_fleet(ev: object) -> str | None:
                     f"(${ev.spent_usd:.4f}; cap_budget_exceeded {ev.code})")
         case FleetCancel():
             return f"cancelled the turns of {', '.join(ev.members)} ({ev.reason})"
+        case FleetTouched():
+            how = f" (call {ev.call_id})" if ev.call_id else f" ({ev.via})"
+            return f"{ev.member}: changed {ev.path}{how}"
+        case FleetConflict():
+            earlier = ", ".join(ev.members[:-1])
+            return (f"WARNING conflict: {ev.members[-1]} changed {ev.path}, which {earlier} "
+                    f"changed too: their branches will collide at merge")
         case FleetCompleted():
             return f"fleet {ev.fleet} completed, spent ${ev.spent_usd:.4f}"
         case FleetFailed():

@@ -25,6 +25,9 @@ Rules (one line each; the code below keeps them in this order):
           cancelled (``race_lost``); by_subtask: the source's own plan becomes master
           plan entries, each assigned by ``_meta`` ``cap.assigned_to`` or an ``id:``
           prefix.  Each route fires at most ``rounds`` times per source.
+* TOUCH   a member's write that succeeded (a write tool's call end; at the end its diff)
+          is ``fleet.touched`` the first time per file, and ``fleet.conflict`` when another
+          member had changed that file already (see :mod:`touches`).
 * MEDIATE a directive to an unknown member, to itself, to an ended member or past the
           hop limit is refused (``fleet.message.refused``).
 * FINISH  nothing working and nothing queued: ``fleet.completed`` when no turn failed, no
@@ -41,6 +44,7 @@ from typing import Any
 import attrs
 
 from trio_cap.actors.fleet.model import BySubtask, FanOut, Fleet, Join, Pipeline, Race
+from trio_cap.actors.fleet.touches import Touches, diff_files, written
 from trio_cap.events.kinds import (
     Event,
     FleetBudgetRefused,
@@ -61,6 +65,8 @@ from trio_cap.events.kinds import (
     SessionTurnEnded,
     StopReason,
     TextChunk,
+    ToolCallEnd,
+    ToolCallStart,
     Usage,
 )
 
@@ -127,6 +133,8 @@ class _Member:
     spent: float = 0.0
     cancel_asked: str | None = None
     """Why the fleet cancelled its turn in flight (then a cancelled stop is no failure)."""
+    writes: dict[str, list[str]] = attrs.field(factory=dict)
+    """Write tool calls in flight: call id → the paths they name."""
 
 
 @attrs.define
@@ -139,8 +147,10 @@ class _Entry:
 
 
 class FleetMachine:
-    def __init__(self, fleet: Fleet, session_ids: Mapping[str, str]) -> None:
+    def __init__(self, fleet: Fleet, session_ids: Mapping[str, str],
+                 workdirs: Mapping[str, str] | None = None) -> None:
         self.fleet = fleet
+        self.touches = Touches(workdirs)
         self.members = {m.id: _Member(m.id, session_ids[m.id], m.budget_usd)
                         for m in fleet.sessions}
         self.by_stream = {sid: mid for mid, sid in session_ids.items()}
@@ -179,6 +189,15 @@ class FleetMachine:
             member.text.append(event.text)
         elif kind is Plan and member.status == "working":
             member.plan = event.entries
+        elif kind is ToolCallStart:
+            if paths := written(event.name, event.input):
+                member.writes[event.call_id] = paths
+        elif kind is ToolCallEnd:
+            paths = member.writes.pop(event.call_id, [])
+            if not event.is_error:
+                for path in paths:
+                    out += [Emit(e, seq) for e in self.touches.touch(mid, path, "tool",
+                                                                     event.call_id)]
         elif kind is Usage:
             self._spend(out, member, event.cost_usd_estimate, seq)
         elif kind is SessionTurnEnded and member.status == "working":
@@ -192,6 +211,12 @@ class FleetMachine:
         msg = self.messages[message_id]
         return [Emit(FleetMessageDelivered(message_id=message_id, target=msg.target,
                                            input_seq=input_seq, turn=turn), input_seq)]
+
+    def diffed(self, member: str, diff: str) -> list[Output]:
+        """A member's final diff: the files it changed that no tool call said (a shell
+        command's edits), touched now."""
+        return [Emit(e) for path in diff_files(diff)
+                for e in self.touches.touch(member, path, "diff")]
 
     def undeliverable(self, message_id: str, reason: str) -> list[Output]:
         """The session would not take the inject (it ended, or its own gate refused)."""

@@ -171,7 +171,8 @@ class _Shell:
         except BaseException:
             nursery.cancel_scope.cancel()
             raise
-        machine = FleetMachine(fleet, {m: s.id for m, s in self.sessions.items()})
+        machine = FleetMachine(fleet, {m: s.id for m, s in self.sessions.items()},
+                               {m: wd.path for m, wd in self.workdirs.items()})
         self.machine = machine
         follow_from = self.orch.log.last_seq + 1
         for output in machine.start():
@@ -312,6 +313,10 @@ class _Shell:
             except worktrees.WorktreeError as exc:
                 text = f"(no diff: {exc})"
             kept = text[: worktrees.DIFF_LIMIT]
+            if self.machine is not None:
+                for output in self.machine.diffed(member, text):
+                    if isinstance(output, Emit):
+                        await self.emit(output.event, output.cause)
             await self.emit(Artifact(
                 artifact_id=f"diff-{member}", mime_type="text/x-diff", name=f"{member}.diff",
                 size=len(text.encode()), uri=f"file://{wd.path}", content=kept,

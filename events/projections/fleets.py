@@ -21,6 +21,7 @@ from trio_cap.events.kinds import (
     FleetBudgetRefused,
     FleetCancel,
     FleetCompleted,
+    FleetConflict,
     FleetFailed,
     FleetMember,
     FleetMessageConsumed,
@@ -29,6 +30,7 @@ from trio_cap.events.kinds import (
     FleetMessageRefused,
     FleetRoute,
     FleetStarted,
+    FleetTouched,
     FleetWorktree,
     Plan,
     PlanEntry,
@@ -110,6 +112,9 @@ class FleetView(msgspec.Struct, kw_only=True):
     messages: dict[str, MessageView] = msgspec.field(default_factory=dict)
     audit: list[AuditRow] = msgspec.field(default_factory=list)
     worktrees: list[FleetWorktree] = msgspec.field(default_factory=list)
+    touched: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    """File → the members that changed it, in order (``fleet.touched``)."""
+    conflicts: list[FleetConflict] = msgspec.field(default_factory=list)
     archive: FleetArchive | None = None
     asks: list[AskView] = msgspec.field(default_factory=list)
 
@@ -231,6 +236,24 @@ def _route(state: FleetsState, env: Envelope) -> None:
                                     else ""))
 
 
+def _touched(state: FleetsState, env: Envelope) -> None:
+    view = _fleet(state, env)
+    if view is not None:
+        ev: FleetTouched = env.event  # type: ignore[assignment]
+        who = view.touched.setdefault(ev.path, [])
+        if ev.member not in who:
+            who.append(ev.member)
+
+
+def _conflict(state: FleetsState, env: Envelope) -> None:
+    view = _fleet(state, env)
+    if view is not None:
+        ev: FleetConflict = env.event  # type: ignore[assignment]
+        view.conflicts.append(ev)
+        _audit(view, env, source=",".join(ev.members[:-1]), target=ev.members[-1],
+               text=ev.path, detail=f"conflict ({ev.via})")
+
+
 def _completed(state: FleetsState, env: Envelope) -> None:
     view = _fleet(state, env)
     if view is not None:
@@ -350,6 +373,8 @@ class FleetsProjection(Projection[FleetsState]):
         FleetBudgetRefused: _budget_refused,
         FleetCancel: _cancel,
         FleetRoute: _route,
+        FleetTouched: _touched,
+        FleetConflict: _conflict,
         FleetCompleted: _completed,
         FleetFailed: _failed,
         SessionReady: _status("idle"),

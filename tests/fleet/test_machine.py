@@ -68,3 +68,31 @@ def test_directives_past_the_hop_limit_and_to_strangers_are_refused():
     assert [(o.event.target, o.event.reason, o.event.hops) for o in out
             if isinstance(o, Emit) and type(o.event).__name__ == "FleetMessageRefused"] == [
         ("a", "hop_limit", 2)]
+
+
+def test_a_write_two_members_make_is_a_conflict_once_the_second_succeeds():
+    from trio_cap.events.kinds import ToolCallEnd, ToolCallStart
+
+    fleet = Fleet(name="f", task="go", sessions=(Member("a"), Member("b")))
+    m = FleetMachine(fleet, {"a": "f.a", "b": "f.b"}, {"a": "/wt/a", "b": "/wt/b"})
+    m.start()
+
+    def write(member, call, path, seq, *, error=False, tool="Write"):
+        out = m.observe(f"f.{member}", seq, ToolCallStart(call_id=call, name=tool,
+                                                          input={"file_path": path}))
+        out += m.observe(f"f.{member}", seq + 1, ToolCallEnd(call_id=call, is_error=error))
+        return [(type(o.event).__name__, o.event, o.cause) for o in out if isinstance(o, Emit)]
+
+    assert [k for k, _e, _c in write("a", "c1", "/wt/a/src/x.py", 10)] == ["FleetTouched"]
+    assert write("a", "c2", "src/x.py", 20) == []  # a again: already known
+    assert write("b", "c3", "/wt/b/src/x.py", 30, error=True) == []  # failed: no change
+    assert write("b", "c4", "/wt/b/src/y.py", 40, tool="Read") == []  # not a write tool
+    out = write("b", "c5", "./src/../src/x.py", 50)
+    assert [k for k, _e, _c in out] == ["FleetTouched", "FleetConflict"]
+    conflict = out[1][1]
+    assert (conflict.path, conflict.members, out[1][2]) == ("src/x.py", ("a", "b"), 51)
+    # outside the worktree the path stays absolute; a diff's files count as well
+    assert write("a", "c6", "/etc/hosts", 60)[0][1].path == "/etc/hosts"
+    out = m.diffed("b", "diff --git a/etc.txt b/etc.txt\n--- a/etc.txt\n")
+    assert [(o.event.member, o.event.path, o.event.via) for o in out] == [
+        ("b", "etc.txt", "diff")]
