@@ -446,6 +446,37 @@ class FleetCancel(Event, tag="fleet.cancel"):
     spent_usd: float | None = None
 
 
+class FleetPaused(Event, tag="fleet.paused"):
+    """A member hit its agent's rate limit: its turn's input waits until ``until`` (the
+    log clock's seconds), then goes to it again (``fleet.resumed``)."""
+
+    member: str
+    until: float
+    delay_s: float
+    attempt: int
+    """Rate limits in a row, this one included."""
+    retry_after: float | None = None
+    """What the agent's error said to wait, if it said."""
+    message_id: str | None = None
+    reason: str = "rate_limit"
+
+
+class FleetResumed(Event, tag="fleet.resumed"):
+    """A paused member's wait is over: its input is delivered again."""
+
+    member: str
+    attempt: int
+
+
+class FleetGaveUp(Event, tag="fleet.gave_up"):
+    """A member was rate-limited more times in a row than the fleet file allows: its
+    input is dropped and the fleet will fail."""
+
+    member: str
+    attempts: int
+    reason: str
+
+
 class FleetCompleted(Event, tag="fleet.completed"):
     fleet: str
     spent_usd: float = 0.0
@@ -736,6 +767,9 @@ FLEET_EVENTS: tuple[type[Event], ...] = (
     FleetMessageRefused,
     FleetBudgetRefused,
     FleetCancel,
+    FleetPaused,
+    FleetResumed,
+    FleetGaveUp,
     FleetCompleted,
     FleetFailed,
 )
@@ -833,6 +867,9 @@ AnyEvent = (
     | FleetMessageRefused
     | FleetBudgetRefused
     | FleetCancel
+    | FleetPaused
+    | FleetResumed
+    | FleetGaveUp
     | FleetCompleted
     | FleetFailed
 )

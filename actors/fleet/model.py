@@ -147,6 +147,18 @@ class AutoAnswerSettings:
 
 
 @attrs.frozen
+class RateLimit:
+    """How a fleet waits out a member's rate limit (``cap.error`` ``rate_limit``): paused
+    for the agent's retry-after (or ``backoff_s``), each repeat in a row at least twice
+    as long as the last (at most ``max_backoff_s``, never less than the retry-after),
+    and given up — the member's work failed — after ``retries`` pauses in a row."""
+
+    retries: int = 5
+    backoff_s: float = 30.0
+    max_backoff_s: float = 900.0
+
+
+@attrs.frozen
 class Fleet:
     name: str
     task: str

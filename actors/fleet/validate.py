@@ -30,7 +30,7 @@ from trio_cap.actors.fleet.model import (
     Route,
     Subtask,
 )
-from trio_cap.actors.fleet.validate_ops import check_setup
+from trio_cap.actors.fleet.validate_ops import check_rate_limit, check_setup
 from trio_cap.actors.fleet.validate_policy import check_auto_answer, check_tools
 from trio_cap.actors.session.policy import POLICIES
 
@@ -39,7 +39,7 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 
 TOP_KEYS = {"name", "task", "task_file", "repo", "base", "worktrees", "budget_usd",
             "permissions", "allow_high_risk", "hop_limit", "session", "sessions", "route",
-            "routes", "plan", "setup", "allow_tools", "deny_tools", "auto_answer"}
+            "routes", "plan", "setup", "rate_limit", "allow_tools", "deny_tools", "auto_answer"}
 SESSION_KEYS = {"id", "agent", "binding", "model", "budget_usd", "permissions",
                 "allow_high_risk", "role", "system_prompt", "script", "start", "allow_tools",
                 "deny_tools", "auto_answer"}
@@ -204,6 +204,7 @@ def check_fleet(raw: dict, source: str, *, base_dir: Path, task: str | None = No
         hop_limit = 4
 
     setup = check_setup(c, raw.get("setup"), worktrees)
+    rate_limit = check_rate_limit(c, raw.get("rate_limit"))
     allow_tools, deny_tools = check_tools(c, raw, "")
     auto_answer = check_auto_answer(c, raw.get("auto_answer"), base_dir)
     members = _members(c, _table_list(c, raw, "session"), base_dir, budget)
@@ -223,7 +224,7 @@ def check_fleet(raw: dict, source: str, *, base_dir: Path, task: str | None = No
     fleet = Fleet(name=name, task=final_task or "", sessions=members, routes=routes, plan=plan,
                  repo=str((base_dir / repo).resolve()), base=base, worktrees=worktrees,
                  budget_usd=budget, permissions=permissions, allow_high_risk=allow_high,
-                 hop_limit=hop_limit, setup=setup, allow_tools=allow_tools,
+                 hop_limit=hop_limit, setup=setup, rate_limit=rate_limit, allow_tools=allow_tools,
                  deny_tools=deny_tools, auto_answer=auto_answer, source=source)
     if not fleet.entry_members() and not plan:
         raise FleetInvalid(source, [f"{source}: session: no session gets the task (every one "

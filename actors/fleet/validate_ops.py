@@ -12,9 +12,10 @@ import shlex
 from pathlib import PurePosixPath
 from typing import Any
 
-from trio_cap.actors.fleet.model import Setup
+from trio_cap.actors.fleet.model import RateLimit, Setup
 
 SETUP_KEYS = {"copy", "run", "timeout_s"}
+RATE_LIMIT_KEYS = {"retries", "backoff_s", "max_backoff_s"}
 
 
 def seconds(c: Any, value: Any, path: str, default: float) -> float:
@@ -82,3 +83,27 @@ def check_setup(c: Any, raw: Any, worktrees: str) -> Setup:
         c.bad("setup", 'setup runs in each new working directory, and worktrees = "none" '
                        'makes none: use "git" or "dirs"')
     return Setup(copy=tuple(files), run=tuple(commands), timeout_s=timeout)
+
+
+def check_rate_limit(c: Any, raw: Any) -> RateLimit:
+    """``[rate_limit]``: ``retries`` (pauses in a row before giving up, >= 0),
+    ``backoff_s`` and ``max_backoff_s`` (seconds, the first at most the second)."""
+    default = RateLimit()
+    if raw is None:
+        return default
+    if not isinstance(raw, dict):
+        c.bad("rate_limit", "expected a table with retries, backoff_s, max_backoff_s")
+        return default
+    for key in sorted(set(raw) - RATE_LIMIT_KEYS, key=str):
+        c.bad(f"rate_limit.{key}",
+              f"unknown key (rate_limit takes {', '.join(sorted(RATE_LIMIT_KEYS))})")
+    retries = raw.get("retries", default.retries)
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        c.bad("rate_limit.retries", f"expected a whole number >= 0, got {retries!r}")
+        retries = default.retries
+    backoff = seconds(c, raw.get("backoff_s"), "rate_limit.backoff_s", default.backoff_s)
+    most = seconds(c, raw.get("max_backoff_s"), "rate_limit.max_backoff_s",
+                   max(default.max_backoff_s, backoff))
+    if backoff > most:
+        c.bad("rate_limit.backoff_s", f"{backoff:g} s is more than max_backoff_s ({most:g} s)")
+    return RateLimit(retries=retries, backoff_s=backoff, max_backoff_s=most)
