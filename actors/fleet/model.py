@@ -177,6 +177,7 @@ class Fleet:
     """How many mediated messages may follow one another (A → B → A …) before the next is
     refused."""
     setup: Setup = Setup()
+    rate_limit: RateLimit = RateLimit()
     allow_tools: tuple[str, ...] = ()
     """Tool-name globs every member's policy approves without asking (high risk excepted)."""
     deny_tools: tuple[str, ...] = ()
