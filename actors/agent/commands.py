@@ -11,6 +11,7 @@ demo and as a deterministic test agent for anyone's orchestrator::
     think: TEXT             a thought
     wait N                  a long turn of N seconds that a cancel interrupts
     fail: CODE              a cap.error that fails the turn
+    fail: CODE retry_after=N  … saying when to try again (as a rate-limited API does)
 
 Any other line is answered with a short reply that quotes it.
 """
@@ -35,6 +36,7 @@ from trio_cap.actors.agent.steps import (
 _WRITE = re.compile(r"^write\s+(?P<path>[^:]+?)\s*:\s?(?P<text>.*)$", re.S)
 _VERB = re.compile(r"^(?P<verb>run|ask|plan|think|fail)\s*:\s*(?P<rest>.*)$", re.S)
 _WAIT = re.compile(r"^wait\s*:?\s*(?P<n>\d+(?:\.\d+)?)\s*s?$")
+_RETRY_AFTER = re.compile(r"\bretry_after\s*=\s*(?P<n>\d+(?:\.\d+)?)")
 _OPTIONS = re.compile(r"^(?P<q>.*?)\s*\[(?P<opts>[^\[\]]*\|[^\[\]]*)\]\s*$")
 
 HELP = (
@@ -64,7 +66,9 @@ def parse_line(line: str) -> Step | None:
         return PlanStep(plan=[PlanItem(content=item) for item in items])
     if verb == "fail":
         code = rest.split()[0] if rest else "internal_error"
-        return Fail(fail=code, message=f"scripted failure: {rest or code}")
+        after = _RETRY_AFTER.search(rest)
+        return Fail(fail=code, message=f"scripted failure: {rest or code}",
+                    retry_after=float(after["n"]) if after else None)
     if o := _OPTIONS.match(rest):
         options = [opt.strip() for opt in o["opts"].split("|") if opt.strip()]
         return Ask(ask=o["q"], options=options)

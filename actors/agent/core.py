@@ -347,8 +347,10 @@ class AgentCore:
                 self._out.append(CapError(code=step.error, message=step.message or step.error,
                                           retryable=step.retryable))
             case Fail():
+                after = None if step.retry_after is None else {"retry_after": step.retry_after}
                 self._out.append(CapError(code=step.fail, message=step.message or step.fail,
-                                          retryable=step.retryable))
+                                          retryable=step.retryable or after is not None,
+                                          details=after))
                 raise _TurnFailed
             case Burst():
                 await self._burst(step)

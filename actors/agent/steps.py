@@ -116,6 +116,8 @@ class Fail:
     fail: str
     message: str = ""
     retryable: bool = False
+    retry_after: float | None = None
+    """Seconds, in the error's ``details`` as an API's Retry-After would be reported."""
 
 
 @attrs.frozen

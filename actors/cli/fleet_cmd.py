@@ -185,7 +185,7 @@ def status_command(args: argparse.Namespace) -> int:
             needs = f" ({member.needs})" if member.needs else ""
             mbudget = f" of ${member.budget_usd:.4f}" if member.budget_usd is not None else ""
             where = member.branch or member.cwd
-            print(f"  {mid:<16} {member.status}{needs}; {member.turns} turns; "
+            print(f"  {mid:<16} {_state(member)}{needs}; {member.turns} turns; "
                   f"${member.spent_usd:.4f}{mbudget}; {where}")
         for entry in view.plan:
             who = (entry.meta or {}).get("cap.assigned_to", "")
@@ -200,6 +200,17 @@ def status_command(args: argparse.Namespace) -> int:
               f"({', '.join(f'{n} {s}' for s, n in sorted(states.items())) or 'none'}); "
               f"{refused} refused")
     return EXIT_OK
+
+
+def _state(member) -> str:
+    """A member's status, or ``rate-limited until HH:MM:SS`` while the fleet waits out
+    its agent's rate limit."""
+    if member.paused_until is not None and member.status not in ("done", "failed"):
+        import time
+
+        return "rate-limited until " + time.strftime("%H:%M:%S",
+                                                     time.localtime(member.paused_until))
+    return member.status
 
 
 def clean_command(args: argparse.Namespace) -> int:

@@ -8,11 +8,14 @@ from trio_cap.events.kinds import (
     FleetCompleted,
     FleetConflict,
     FleetFailed,
+    FleetGaveUp,
     FleetMember,
     FleetMessageConsumed,
     FleetMessageDelivered,
     FleetMessageQueued,
     FleetMessageRefused,
+    FleetPaused,
+    FleetResumed,
     FleetRoute,
     FleetSetup,
     FleetStarted,
@@ -24,6 +27,12 @@ from trio_cap.events.kinds import (
 def _cut(text: str, limit: int = 80) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _clock(at: float) -> str:
+    import time
+
+    return time.strftime("%H:%M:%S", time.localtime(at))
 
 
 def describe_fleet(ev: object) -> str | None:
@@ -67,6 +76,14 @@ def describe_fleet(ev: object) -> str | None:
             earlier = ", ".join(ev.members[:-1])
             return (f"WARNING conflict: {ev.members[-1]} changed {ev.path}, which {earlier} "
                     f"changed too: their branches will collide at merge")
+        case FleetPaused():
+            said = f", the agent said {ev.retry_after:g} s" if ev.retry_after is not None else ""
+            return (f"{ev.member}: rate-limited (attempt {ev.attempt}): paused {ev.delay_s:g} s"
+                    f"{said}, until {_clock(ev.until)}")
+        case FleetResumed():
+            return f"{ev.member}: resumed after its rate limit (attempt {ev.attempt})"
+        case FleetGaveUp():
+            return f"{ev.member}: gave up: {ev.reason}"
         case FleetCompleted():
             return f"fleet {ev.fleet} completed, spent ${ev.spent_usd:.4f}"
         case FleetFailed():

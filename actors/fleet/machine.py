@@ -28,6 +28,12 @@ Rules (one line each; the code below keeps them in this order):
 * TOUCH   a member's write that succeeded (a write tool's call end; at the end its diff)
           is ``fleet.touched`` the first time per file, and ``fleet.conflict`` when another
           member had changed that file already (see :mod:`touches`).
+* LIMIT   a turn that ended on the agent's ``cap.error`` ``rate_limit`` pauses its member
+          (``fleet.paused`` until T; the shell is told to wake it) and its message goes
+          back to the front of its queue; at T ``fleet.resumed`` and it is delivered
+          again.  The wait is the error's retry-after, at least doubling on each repeat
+          in a row (``rate_limit``); past ``retries`` in a row: ``fleet.gave_up``, a
+          failure.  A turn that ends well resets the count.
 * MEDIATE a directive to an unknown member, to itself, to an ended member or past the
           hop limit is refused (``fleet.message.refused``).
 * FINISH  nothing working and nothing queued: ``fleet.completed`` when no turn failed, no
@@ -44,17 +50,22 @@ from typing import Any
 import attrs
 
 from trio_cap.actors.fleet.model import BySubtask, FanOut, Fleet, Join, Pipeline, Race
+from trio_cap.actors.fleet.ratelimit import next_delay, retry_after
 from trio_cap.actors.fleet.touches import Touches, diff_files, written
 from trio_cap.events.kinds import (
+    CapError,
     Event,
     FleetBudgetRefused,
     FleetCancel,
     FleetCompleted,
     FleetFailed,
+    FleetGaveUp,
     FleetMessageConsumed,
     FleetMessageDelivered,
     FleetMessageQueued,
     FleetMessageRefused,
+    FleetPaused,
+    FleetResumed,
     FleetRoute,
     Plan,
     PlanEntry,
@@ -100,12 +111,20 @@ class CancelTurn:
 
 
 @attrs.frozen
+class Wake:
+    """Call :meth:`FleetMachine.resume` for ``member`` after ``delay`` seconds."""
+
+    member: str
+    delay: float
+
+
+@attrs.frozen
 class Finished:
     completed: bool
     reason: str = ""
 
 
-Output = Emit | Deliver | CancelTurn | Finished
+Output = Emit | Deliver | CancelTurn | Wake | Finished
 
 
 @attrs.define
@@ -126,13 +145,20 @@ class _Member:
     budget: float | None
     queue: deque[str] = attrs.field(factory=deque)
     status: str = "idle"
-    """idle | working | ended"""
+    """idle | working | paused (rate-limited) | ended"""
     current: str | None = None
     text: list[str] = attrs.field(factory=list)
     plan: tuple[PlanEntry, ...] = ()
     spent: float = 0.0
     cancel_asked: str | None = None
     """Why the fleet cancelled its turn in flight (then a cancelled stop is no failure)."""
+    limited: bool = False
+    """The turn in flight hit a rate limit."""
+    said: float | None = None
+    """Its retry-after, when the error said."""
+    limits: int = 0
+    """Rate limits in a row."""
+    last_delay: float | None = None
     writes: dict[str, list[str]] = attrs.field(factory=dict)
     """Write tool calls in flight: call id → the paths they name."""
 
@@ -177,8 +203,9 @@ class FleetMachine:
         self._pump(out)
         return out
 
-    def observe(self, stream: str, seq: int, event: Event) -> list[Output]:
-        """One event of a member's session (others are ignored)."""
+    def observe(self, stream: str, seq: int, event: Event,
+                at: float | None = None) -> list[Output]:
+        """One event of a member's session (others are ignored); ``at``: its log time."""
         mid = self.by_stream.get(stream)
         if mid is None or self.finished:
             return []
@@ -198,12 +225,25 @@ class FleetMachine:
                 for path in paths:
                     out += [Emit(e, seq) for e in self.touches.touch(mid, path, "tool",
                                                                      event.call_id)]
+        elif kind is CapError and event.code == "rate_limit" and member.status == "working":
+            member.limited = True
+            member.said = retry_after(event.details, at)
         elif kind is Usage:
             self._spend(out, member, event.cost_usd_estimate, seq)
         elif kind is SessionTurnEnded and member.status == "working":
-            self._turn_ended(out, member, event.stop_reason, seq)
+            self._turn_ended(out, member, event.stop_reason, seq, at)
         elif kind in (SessionCompleted, SessionCancelled, SessionFailed):
             self._member_ended(out, member, kind, seq)
+        self._pump(out)
+        return out
+
+    def resume(self, member_id: str) -> list[Output]:
+        """A paused member's wait is over (the shell's :class:`Wake`)."""
+        member = self.members[member_id]
+        if self.finished or member.status != "paused":
+            return []  # it ended meanwhile: its queue was refused then
+        member.status = "idle"
+        out: list[Output] = [Emit(FleetResumed(member=member_id, attempt=member.limits))]
         self._pump(out)
         return out
 
@@ -262,6 +302,7 @@ class FleetMachine:
                 member.text = []
                 member.plan = ()
                 member.cancel_asked = None
+                member.limited, member.said = False, None
                 out.append(Deliver(msg.id, member.id, msg.text))
         self._maybe_finish(out)
 
@@ -293,7 +334,7 @@ class FleetMachine:
                                         spent_usd=round(self.spent, 10)), seq))
 
     def _turn_ended(self, out: list[Output], member: _Member, stop: StopReason,
-                    seq: int) -> None:
+                    seq: int, at: float | None) -> None:
         msg = self.messages[member.current] if member.current else None
         member.status = "idle"
         member.current = None
@@ -301,7 +342,11 @@ class FleetMachine:
         if msg is not None:
             out.append(Emit(FleetMessageConsumed(message_id=msg.id, target=member.id,
                                                  stop_reason=stop), seq))
+            if stop != "end_turn" and member.limited and member.cancel_asked is None:
+                self._pause(out, member, msg, seq, at)
+                return
         if stop == "end_turn":
+            member.limits, member.last_delay = 0, None
             if msg is not None:
                 self._entry_status(out, msg, "completed", seq)
             self._route(out, member, text, seq)
@@ -314,6 +359,28 @@ class FleetMachine:
             return
         why = "cancelled: budget exceeded" if member.cancel_asked == "budget" else stop
         self.failures.append(f"{member.id}: turn ended with {why}")
+
+    def _pause(self, out: list[Output], member: _Member, msg: _Message, seq: int,
+               at: float | None) -> None:
+        """LIMIT: wait, then the same message again — or give up past the retries."""
+        member.limits += 1
+        policy = self.fleet.rate_limit
+        if member.limits > policy.retries:
+            reason = (f"{member.id}: rate-limited {member.limits} times in a row "
+                      f"(rate_limit.retries = {policy.retries}): gave up")
+            out.append(Emit(FleetGaveUp(member=member.id, attempts=member.limits,
+                                        reason=reason), seq))
+            self.failures.append(reason)
+            self._entry_status(out, msg, "cancelled", seq)
+            return
+        delay = next_delay(policy, member.limits, member.said, member.last_delay)
+        member.last_delay = delay
+        member.status = "paused"
+        member.queue.appendleft(msg.id)
+        out.append(Emit(FleetPaused(member=member.id, until=(at or 0.0) + delay, delay_s=delay,
+                                    attempt=member.limits, retry_after=member.said,
+                                    message_id=msg.id), seq))
+        out.append(Wake(member.id, delay))
 
     def _member_ended(self, out: list[Output], member: _Member, kind: type, seq: int) -> None:
         was = member.status
@@ -473,7 +540,7 @@ class FleetMachine:
     def _maybe_finish(self, out: list[Output]) -> None:
         if self.finished:
             return
-        if any(m.status == "working" or (m.status == "idle" and m.queue)
+        if any(m.status in ("working", "paused") or (m.status == "idle" and m.queue)
                for m in self.members.values()):
             return
         self.finished = True

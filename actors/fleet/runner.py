@@ -27,6 +27,7 @@ from trio_cap.actors.fleet.machine import (
     Finished,
     FleetMachine,
     Output,
+    Wake,
 )
 from trio_cap.actors.fleet.model import Fleet
 from trio_cap.actors.fleet.setup import run_setup
@@ -253,7 +254,7 @@ class _Shell:
         """Every event the members' sessions log, to the machine, in log order."""
         async for batch in self.orch.log.subscribe(from_seq):
             for env in batch:
-                for output in self.machine.observe(env.stream, env.seq, env.event):
+                for output in self.machine.observe(env.stream, env.seq, env.event, env.at):
                     self.send.send_nowait(output)
 
     async def _print(self, from_seq: int) -> None:
@@ -276,6 +277,8 @@ class _Shell:
                 nursery.start_soon(self._deliver, output)
             elif isinstance(output, CancelTurn):
                 nursery.start_soon(self._cancel, output.member)
+            elif isinstance(output, Wake):
+                nursery.start_soon(self._wake, output)
             elif isinstance(output, Finished):
                 self.outcome = FleetOutcome(output.completed, output.reason, self.stream,
                                             round(self.machine.spent, 10))
@@ -295,6 +298,13 @@ class _Shell:
             else:
                 results = self.machine.delivered(out.message_id, accepted.seq, accepted.turn)
         for output in results:
+            self.send.send_nowait(output)
+
+    async def _wake(self, wake: Wake) -> None:
+        """A rate-limited member's pause: bounded by the machine's delay (at most the
+        file's ``max_backoff_s`` or what the agent said), on Trio's clock."""
+        await trio.sleep(wake.delay)
+        for output in self.machine.resume(wake.member):
             self.send.send_nowait(output)
 
     async def _cancel(self, member: str) -> None:

@@ -23,11 +23,14 @@ from trio_cap.events.kinds import (
     FleetCompleted,
     FleetConflict,
     FleetFailed,
+    FleetGaveUp,
     FleetMember,
     FleetMessageConsumed,
     FleetMessageDelivered,
     FleetMessageQueued,
     FleetMessageRefused,
+    FleetPaused,
+    FleetResumed,
     FleetRoute,
     FleetStarted,
     FleetTouched,
@@ -57,6 +60,9 @@ class MemberView(msgspec.Struct, kw_only=True):
     turns: int = 0
     cwd: str = ""
     branch: str | None = None
+    paused_until: float | None = None
+    """Rate-limited: the fleet resumes it at this time (the log clock's seconds); shown as
+    ``rate-limited until T`` while the member has not ended."""
 
 
 class MessageView(msgspec.Struct, kw_only=True):
@@ -254,6 +260,30 @@ def _conflict(state: FleetsState, env: Envelope) -> None:
                text=ev.path, detail=f"conflict ({ev.via})")
 
 
+def _paused(state: FleetsState, env: Envelope) -> None:
+    view = _fleet(state, env)
+    if view is not None:
+        ev: FleetPaused = env.event  # type: ignore[assignment]
+        view.members.setdefault(ev.member, MemberView()).paused_until = ev.until
+        _audit(view, env, target=ev.member, detail=f"paused {ev.delay_s:g} s ({ev.reason}, "
+                                                    f"attempt {ev.attempt})")
+
+
+def _resumed(state: FleetsState, env: Envelope) -> None:
+    view = _fleet(state, env)
+    if view is not None:
+        ev: FleetResumed = env.event  # type: ignore[assignment]
+        view.members.setdefault(ev.member, MemberView()).paused_until = None
+        _audit(view, env, target=ev.member, detail=f"resumed (attempt {ev.attempt})")
+
+
+def _gave_up(state: FleetsState, env: Envelope) -> None:
+    view = _fleet(state, env)
+    if view is not None:
+        ev: FleetGaveUp = env.event  # type: ignore[assignment]
+        _audit(view, env, target=ev.member, detail=ev.reason)
+
+
 def _completed(state: FleetsState, env: Envelope) -> None:
     view = _fleet(state, env)
     if view is not None:
@@ -375,6 +405,9 @@ class FleetsProjection(Projection[FleetsState]):
         FleetRoute: _route,
         FleetTouched: _touched,
         FleetConflict: _conflict,
+        FleetPaused: _paused,
+        FleetResumed: _resumed,
+        FleetGaveUp: _gave_up,
         FleetCompleted: _completed,
         FleetFailed: _failed,
         SessionReady: _status("idle"),
