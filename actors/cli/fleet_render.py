@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from trio_cap.events.kinds import (
+    FleetArchive,
     FleetBudgetRefused,
     FleetCancel,
     FleetCompleted,
@@ -51,6 +52,9 @@ def describe_fleet(ev: object) -> str | None:
             return f"{ev.member}: step {ev.step} {ev.action} {_cut(ev.what)}: {said}"
         case FleetMember():
             return f"{ev.member}: session {ev.session_id} ({ev.agent})"
+        case FleetArchive():
+            return (f"auto-answerer: {ev.files} files, {ev.passages} passages in {ev.path} "
+                    f"(threshold {ev.threshold:g}, at most {ev.max_passages} passages)")
         case FleetRoute():
             cut = f", cancelled {', '.join(ev.cancelled)}" if ev.cancelled else ""
             return f"{ev.pattern}: {', '.join(ev.sources)} → {', '.join(ev.targets) or '-'}{cut}"

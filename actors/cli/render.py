@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import msgspec
 
@@ -70,7 +71,7 @@ def describe(ev: object) -> str:
             return f"turn {ev.turn} resumed" if ev.resumed else f"turn {ev.turn} started"
         case SessionInputRequired():
             rated = f" (trio-cap rates it {ev.risk} risk)" if ev.risk else ""
-            return f"waiting on {ev.reason} {ev.ref}{rated}"
+            return f"waiting on {ev.reason} {ev.ref}{rated}" + _passed_on(ev.meta)
         case SessionTurnEnded():
             return f"turn {ev.turn} ended ({ev.stop_reason})"
         case SessionIdle():
@@ -105,8 +106,9 @@ def describe(ev: object) -> str:
         case AskAnswered():
             if ev.value is None:
                 who = "nobody can be asked: headless" if ev.by == "policy:headless" else ev.by
-                return f"ask {ev.ask_id}: no answer ({who})"
-            return f"ask {ev.ask_id} answered by {ev.by}: {_short(_json(ev.value))}"
+                return f"ask {ev.ask_id}: no answer ({who})" + _passed_on(ev.meta)
+            return (f"ask {ev.ask_id} answered by {ev.by}: {_short(_json(ev.value))}"
+                    + _sources(ev.meta))
         case CapSessionReady():
             return f"agent ready (agent session {ev.session_id})"
         case TextChunk():
@@ -199,3 +201,19 @@ def line(env: Envelope) -> str:
     """``seq  time  stream  kind  meaning`` for ``cap log show``."""
     stamp = time.strftime("%H:%M:%S", time.localtime(env.at)) + f".{int(env.at * 1000) % 1000:03d}"
     return f"{env.seq:>6}  {stamp}  {env.stream or '-':<17} {env.kind:<24} {describe(env.event)}"
+
+
+def _passed_on(meta: dict[str, Any] | None) -> str:
+    """Why the auto-answerer passed an ask on (``_meta`` ``cap.auto_answer``)."""
+    why = (meta or {}).get("cap.auto_answer")
+    return f"; the auto-answerer passed it on: {why.get('reason')}" if isinstance(why, dict) \
+        else ""
+
+
+def _sources(meta: dict[str, Any] | None) -> str:
+    """Where an auto-answer came from (``_meta`` ``cap.provenance``)."""
+    used = (meta or {}).get("cap.provenance")
+    if not isinstance(used, list):
+        return ""
+    return " (from " + ", ".join(f"{p.get('file')} #{p.get('passage')} score {p.get('score')}"
+                                 for p in used if isinstance(p, dict)) + ")"

@@ -174,3 +174,18 @@ async def test_an_ask_the_archive_cannot_answer_goes_to_the_person_present(tmp_p
         said = "".join(e.event.text for e in orch.log.read(1, "hu.asker")
                        if e.kind == "cap.text_chunk")
         assert "You answered paris." in said
+
+
+def test_log_lines_say_where_an_answer_came_from_and_why_an_ask_was_passed_on():
+    from trio_cap.actors.cli.render import describe
+    from trio_cap.events.kinds import AskAnswered, SessionInputRequired
+
+    used = {PROVENANCE: [{"file": "a.md", "passage": 2, "score": 3.1}]}
+    why = {AUTO_ANSWER_META: {"escalated": True, "reason": "no passage names any option"}}
+    assert describe(AskAnswered(ask_id="ask_1", value="b", by=AUTO_ANSWER, meta=used)) == (
+        'ask ask_1 answered by policy:auto_answer: "b" (from a.md #2 score 3.1)')
+    assert describe(AskAnswered(ask_id="ask_1", by="policy:headless", meta=why)) == (
+        "ask ask_1: no answer (nobody can be asked: headless); the auto-answerer passed it "
+        "on: no passage names any option")
+    assert describe(SessionInputRequired(turn=1, reason="ask", ref="ask_1", meta=why)) == (
+        "waiting on ask ask_1; the auto-answerer passed it on: no passage names any option")
