@@ -8,6 +8,7 @@ and did not complete, or a clean that would lose work.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -199,7 +200,23 @@ def status_command(args: argparse.Namespace) -> int:
         print(f"  messages: {len(view.messages)} "
               f"({', '.join(f'{n} {s}' for s, n in sorted(states.items())) or 'none'}); "
               f"{refused} refused")
+        for ask in view.asks:
+            print(f"  ask {ask.member} {ask.ask_id}: {_ask_line(ask)}")
     return EXIT_OK
+
+
+def _ask_line(ask) -> str:
+    """Who answered a member's question: the archive (and from where), a person, or
+    nobody — and why the auto-answerer passed it on."""
+    said = f" {json.dumps(ask.value)[:60]}" if ask.value is not None else ""
+    if ask.provenance:
+        where = ", ".join(f"{p.get('file')} #{p.get('passage')}" for p in ask.provenance)
+        return f"answered from the archive ({where}):{said}"
+    passed = f" (auto-answerer: {ask.escalated})" if ask.escalated else ""
+    if ask.state == "pending":
+        return f"waiting for a person{passed}"
+    who = "declined" if ask.value is None else f"answered by {ask.by}:{said}"
+    return who + passed
 
 
 def _state(member) -> str:

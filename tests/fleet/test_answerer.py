@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 import trio
 
-from tests.fleet.helpers import EXAMPLES, copy_examples, events, run_file
+from tests.fleet.helpers import EXAMPLES, cap, copy_examples, events, run_file
 from trio_cap.actors.fleet import load_fleet, run_fleet
 from trio_cap.actors.fleet.answer_shell import read_archive
 from trio_cap.actors.fleet.answerer import AUTO_ANSWER_META, PROVENANCE, answer, split_markdown
@@ -135,6 +135,12 @@ async def test_the_example_answers_from_its_archive_and_declines_the_rest(tmp_pa
     assert [(a.state, a.escalated != "") for a in live.fleets["research"].asks] == [
         ("answered", False), ("declined", True)]
     log.close()
+    shown = cap("fleet", "status", str(tmp_path / "fleets" / "research.caplog"))
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[-2:] == [
+        '  ask asker ask_1: answered from the archive (storage/event-log.md #2): "postgresql"',
+        "  ask asker ask_2: declined (auto-answerer: no passage shares a word with the "
+        "question)"]
 
 
 async def test_an_ask_the_archive_cannot_answer_goes_to_the_person_present(tmp_path):
