@@ -96,7 +96,7 @@ async def test_the_a2a_sdk_drives_a_published_fleet(tmp_path: Path, spelling: st
     assert [(d.decision, d.by) for d in decided] == [("allow_once", "human")]
     face = [env.kind for env in events.read(1, context)]  # the conversation's own session
     assert face[0] == "session.created" and {"cap.plan", "cap.permission.request"} <= set(face)
-    assert "cap/duo/fr" in git(repo, "branch", "--list", "cap/duo/*")
+    assert git(repo, "branch", "--list", "cap/duo/*/fr").strip()
 
 
 async def test_a_published_fleet_that_fails_fails_the_task(tmp_path: Path) -> None:
