@@ -194,7 +194,8 @@ def status_command(args: argparse.Namespace) -> int:
         states: dict[str, int] = {}
         for msg in view.messages.values():
             states[msg.state] = states.get(msg.state, 0) + 1
-        for conflict in view.conflicts:
+        latest = {c.path: c for c in view.conflicts}  # each names every member so far
+        for conflict in latest.values():
             print(f"  conflict {conflict.path}: changed by {', '.join(conflict.members)}")
         refused = sum(1 for row in view.audit if row.kind.endswith("refused"))
         print(f"  messages: {len(view.messages)} "
@@ -253,16 +254,21 @@ def _made_by(name: str, logs: list[str]) -> list:
     from trio_cap.actors.fleet.runner import fleet_stream
     from trio_cap.events.kinds import FleetWorktree
 
-    made = {}
+    made: dict[str, tuple[FleetWorktree, list[str]]] = {}
     for path in logs:
         log = open_readonly(path)
+        where: dict[str, str] = {}  # member → its worktree, in this log's run
         try:
             for env in log.read(1, fleet_stream(name)):
                 if type(env.event) is FleetWorktree:
-                    made[env.event.path] = env.event
+                    made[env.event.path] = (env.event, [])
+                    where[env.event.member] = env.event.path
+                elif env.kind == "fleet.setup" and env.event.action == "copy" \
+                        and env.event.member in where:
+                    made[where[env.event.member]][1].append(env.event.what)
         finally:
             close_reader(log)
-    return list(made.values())
+    return [(wt, tuple(copied)) for wt, copied in made.values()]
 
 
 async def _clean(repo: str, made: list, force: bool) -> int:
@@ -270,15 +276,15 @@ async def _clean(repo: str, made: list, force: bool) -> int:
 
     if not force:
         kept = []
-        for wt in made:
-            why = await worktrees.unsaved_work(wt.path, wt.branch, wt.base)
+        for wt, copied in made:
+            why = await worktrees.unsaved_work(wt.path, wt.branch, wt.base, copied)
             if why:
                 kept.append(f"{wt.path}: {why}")
         if kept:
             print(f"cap fleet clean: nothing removed, work would be lost in {'; '.join(kept)} "
                   "(--force removes it anyway)", file=sys.stderr)
             return EXIT_FAILED
-    for wt in made:
+    for wt, _copied in made:
         try:
             removed = await worktrees.remove(repo, wt.path, wt.branch)
         except worktrees.WorktreeError as exc:

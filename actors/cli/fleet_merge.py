@@ -78,9 +78,12 @@ def _read(path: str, name: str | None):
             raise UsageError(f"{path} has no fleet {fleet} (it has {', '.join(names)})")
         started = [env.event for env in starts if env.event.fleet == fleet][-1]
         made, plan, ended = {}, (), False
+        copied: dict[str, list[str]] = {}
         for env in log.read(1, f"fleet:{fleet}"):
             if env.kind == "fleet.worktree" and env.event.mode == "git":
                 made[env.event.member] = env.event
+            elif env.kind == "fleet.setup" and env.event.action == "copy":
+                copied.setdefault(env.event.member, []).append(env.event.what)
             elif env.kind == "cap.plan":
                 plan = env.event.entries
             elif env.kind in ("fleet.completed", "fleet.failed"):
@@ -94,6 +97,7 @@ def _read(path: str, name: str | None):
         if member in made and member not in order:
             order.append(member)
     order += [m for m in started.members if m in made and m not in order]
-    branches = [Branch(m, made[m].branch, made[m].path, made[m].base) for m in order]
+    branches = [Branch(m, made[m].branch, made[m].path, made[m].base,
+                       tuple(copied.get(m, ()))) for m in order]
     base_ref = next((made[m].base_ref for m in order if made[m].base_ref), None)
     return fleet, started.repo, base_ref, branches, ended

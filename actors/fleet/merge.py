@@ -19,6 +19,8 @@ import subprocess
 import attrs
 import trio
 
+from trio_cap.actors.fleet.worktrees import excluding
+
 
 class MergeError(Exception):
     """The merge could not start or go on; the message is one line saying what to do."""
@@ -31,6 +33,8 @@ class Branch:
     path: str
     base: str | None
     """The commit the branch started from."""
+    exclude: tuple[str, ...] = ()
+    """What setup copied into the worktree (``.env``): never committed."""
 
 
 @attrs.frozen
@@ -84,9 +88,9 @@ async def merge_branches(repo: str, base_ref: str, branches: list[Branch],
                            f"refs/heads/{br.branch}")).stdout.strip():
             report.skipped[br.member] = f"branch {br.branch} is gone"
             continue
-        if os.path.isdir(br.path) \
-                and (await _out(br.path, "status", "--porcelain")).strip():  # noqa: ASYNC240
-            await _out(br.path, "add", "-A")
+        if os.path.isdir(br.path) and (await _out(  # noqa: ASYNC240
+                br.path, "status", "--porcelain", "--", ".", *excluding(br.exclude))).strip():
+            await _out(br.path, "add", "-A", "--", ".", *excluding(br.exclude))
             await _out(br.path, "commit", "-q", "--no-verify", "-m",
                        f"{label}: {br.member}'s work")
             report.committed.append(br.member)

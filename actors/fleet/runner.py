@@ -319,7 +319,7 @@ class _Shell:
             if wd.mode != "git":
                 continue
             try:
-                text = await worktrees.diff(wd)
+                text = await worktrees.diff(wd, self.fleet.setup.copy)
             except worktrees.WorktreeError as exc:
                 text = f"(no diff: {exc})"
             kept = text[: worktrees.DIFF_LIMIT]

@@ -132,24 +132,34 @@ def _exclude(top: str) -> None:
                            + f"/{WORKTREE_DIR}/\n")
 
 
-async def diff(workdir: Workdir) -> str:
+def excluding(paths: tuple[str, ...] | list[str]) -> list[str]:
+    """Pathspecs that leave ``paths`` out: what setup copied in (``.env``) is no one's work
+    and must never reach a diff or a commit."""
+    return [f":(exclude,literal){p}" for p in paths]
+
+
+async def diff(workdir: Workdir, exclude: tuple[str, ...] = ()) -> str:
     """Everything the member changed against the commit its branch started from, untracked
-    files included, without touching its index (a throwaway index file)."""
+    files included (except ``exclude``: the files setup copied in), without touching its
+    index (a throwaway index file)."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         await git(workdir.path, "read-tree", "HEAD", env=env)
-        await git(workdir.path, "add", "-A", ".", env=env)
+        await git(workdir.path, "add", "-A", "--", ".", *excluding(exclude), env=env)
         return await git(workdir.path, "diff", "--cached", "--binary", workdir.base or "HEAD",
                          env=env)
 
 
-async def unsaved_work(path: str, branch: str | None, base: str | None) -> str | None:
-    """Why removing this worktree would lose work, or None."""
+async def unsaved_work(path: str, branch: str | None, base: str | None,
+                       copied: tuple[str, ...] = ()) -> str | None:
+    """Why removing this worktree would lose work, or None (what setup ``copied`` in is
+    nobody's work)."""
     if not os.path.isdir(path):  # noqa: ASYNC240
         return None
     if branch is None:
         return "it has files" if os.listdir(path) else None
-    status = (await git(path, "status", "--porcelain", check=False)).strip()
+    status = (await git(path, "status", "--porcelain", "--", ".", *excluding(copied),
+                        check=False)).strip()
     if status:
         return f"uncommitted changes ({len(status.splitlines())} files)"
     if base:

@@ -173,3 +173,27 @@ def test_merge_of_a_log_without_a_fleet_is_bad_usage(tmp_path):
     merged = cap("fleet", "merge", "one.caplog", cwd=tmp_path)
     assert merged.returncode == 2
     assert merged.stderr.splitlines() == ["cap: error: one.caplog has no fleet in it"]
+
+
+def test_what_setup_copied_in_is_in_no_diff_and_no_merge(repo):
+    (repo / "secret.env").write_text("TOKEN=1\n")  # untracked, and not ignored either
+    (repo / "fleet.toml").write_text(PIPELINE.replace(
+        '[[session]]', '[setup]\ncopy = ["secret.env"]\n\n[[session]]', 1))
+    (repo / "fr.toml").write_text(
+        '[[turn]]\nsteps = [ { write = "new.txt", content = "neu\\n" }, { say = "fr" } ]\n')
+    run = cap("fleet", "run", "fleet.toml", "--log", "run.caplog", cwd=repo)
+    assert run.returncode == 0, run.stderr
+    log = FileEventLog(repo / "run.caplog", readonly=True)
+    diffs = [e.event.content for e in events(log, "cap.artifact")]
+    assert diffs and not any("secret.env" in d for d in diffs)
+    assert "+neu" in "".join(diffs)
+    log.close()
+    merged = cap("fleet", "merge", "run.caplog", cwd=repo)
+    assert merged.returncode == 0, merged.stderr
+    assert (repo / "new.txt").read_text() == "neu\n"
+    assert "secret.env" not in git(repo, "log", "--all", "--name-only", "--format=")
+    assert (worktree(repo, "fr") / "secret.env").exists()  # still there, uncommitted
+    # merged, and only setup's copy left untracked: clean needs no --force
+    cleaned = cap("fleet", "clean", "fleet.toml", "--log", "run.caplog", cwd=repo)
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert not (repo / ".cap-worktrees" / "cf").exists()
