@@ -196,13 +196,11 @@ def main(argv: list[str]) -> int:
     from trio_cap.actors.cli.errors import report
 
     if len(argv) < 2:
-        print("usage: python -m trio_cap.actors.cli.serve_replay LOG SESSION_ID [--cap-fast] "
-              "[flags]",
+        print("usage: python -m trio_cap.actors.cli.serve_replay LOG SESSION_ID [flags]",
               file=sys.stderr)
         return 2
-    fast = "--cap-fast" in argv[2:]
-    args = argparse.Namespace(log=argv[0], agent=argv[1], serve=None, fast=fast,
-                              driver_flags=[a for a in argv[2:] if a != "--cap-fast"])
+    args = argparse.Namespace(log=argv[0], agent=argv[1], serve=None, fast=False,
+                              driver_flags=argv[2:])
     try:
         args.serve = recorded_binding(_recorded(args.log, args.agent)) or "stream-json"
         return serve_command(args)
