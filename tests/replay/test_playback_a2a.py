@@ -107,3 +107,22 @@ def test_cap_run_against_a_played_back_a2a_agent(tmp_path: Path) -> None:
     assert_clean(cap("run", "--agent", f"replay:o.caplog#{sid}", *task, cwd=tmp_path), 2,
                  "which is played back on a port")
     assert sys  # the CLI runs on this interpreter
+
+
+def test_serve_a2a_failure_paths(tmp_path: Path) -> None:
+    import socket
+
+    with A2aServer(Echo()).running() as srv:
+        assert_clean(cap("run", "--agent", f"a2a:{srv.base}", "--task", "hi", "--headless",
+                         "--log", "o.caplog", cwd=tmp_path), 0)
+    sid = _session(read_log(tmp_path / "o.caplog"))
+    serve = ("replay", "o.caplog", "--agent", sid, "--serve", "a2a", "--listen")
+    assert_clean(cap(*serve, "127.0.0.1:99999", cwd=tmp_path), 2, "out of range")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert_clean(cap(*serve, f"127.0.0.1:{port}", cwd=tmp_path), 2,
+                     f"cannot listen on 127.0.0.1:{port}")
+    assert_clean(cap("replay", "o.caplog", "--agent", sid, "--serve", "pty", cwd=tmp_path), 2,
+                 "the session was recorded over a2a, not pty")
