@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from tests.fleet.helpers import cap, events, git, run_file, worktree
 from trio_cap.events.log import FileEventLog
+from trio_cap.events.replay import replay
 
 PIPELINE = '''\
 name = "cf"
@@ -72,6 +74,7 @@ async def test_a_second_member_on_the_same_file_is_logged_when_it_happens(repo):
     assert [c.path for c in view.conflicts] == ["hello.txt"]
     assert [row.detail for row in view.audit if row.kind == "fleet.conflict"] == [
         "conflict (tool)"]
+    assert msgspec.to_builtins(replay(log).fleets) == msgspec.to_builtins(live)
 
 
 async def test_a_file_only_the_diff_shows_is_touched_at_the_end(repo):

@@ -5,6 +5,7 @@ Trio's mock clock, and ``cap fleet run`` as a process."""
 from __future__ import annotations
 
 import attrs
+import msgspec
 import trio
 
 from tests.fleet.helpers import cap, events
@@ -144,6 +145,9 @@ async def test_the_runner_resumes_at_t_on_the_mock_clock(tmp_path, autojump_cloc
     inputs = [e.event.text for e in events(log, "input.injected", "rl.en")]
     assert inputs == ["Say hello."] * 3  # the same message, delivered again
     assert live.fleets["rl"].members["en"].paused_until is None
+    assert msgspec.to_builtins(replay(log).fleets) == msgspec.to_builtins(live)
+    assert [r.detail for r in live.fleets["rl"].audit if r.kind.startswith("fleet.res")] == [
+        "resumed (attempt 1)", "resumed (attempt 2)"]
     # while paused, the projection (and cap fleet status) says until when
     view = replay(log, until=paused[0].seq).fleets.fleets["rl"]
     assert view.members["en"].paused_until == paused[0].event.until
