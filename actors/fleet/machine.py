@@ -443,6 +443,8 @@ class FleetMachine:
                             loser.cancel_asked = "race_lost"
                             cancelled.append(loser.id)
                             out.append(CancelTurn(loser.id))
+                        elif loser.status == "paused" and not loser.queue:
+                            loser.status = "idle"  # nothing left to wait a rate limit out for
                     targets = (route.target,) if route.target else ()
                     out.append(Emit(FleetRoute(pattern="race", sources=(mid,), targets=targets,
                                                cancelled=tuple(cancelled)), seq))

@@ -201,3 +201,18 @@ def test_rate_limit_problems_are_listed_with_the_file(tmp_path):
         "max_backoff_s, retries)",
         "fleet.toml: rate_limit.retries: expected a whole number >= 0, got -1",
         "fleet.toml: rate_limit.backoff_s: 100 s is more than max_backoff_s (10 s)"]
+
+
+def test_a_race_lost_while_paused_does_not_keep_the_fleet_waiting():
+    from trio_cap.actors.fleet.model import Race
+
+    fleet = Fleet(name="f", task="go", sessions=(Member("a"), Member("b")),
+                  routes=(Race(("a", "b")),))
+    m = FleetMachine(fleet, {"a": "f.a", "b": "f.b"})
+    m.start()
+    out = m.observe("f.a", 10, CapError(code="rate_limit", message="429"), 0.0)
+    out += m.observe("f.a", 11, SessionTurnEnded(turn=1, stop_reason="error"), 0.0)
+    assert [o for o in out if isinstance(o, Wake)]
+    out = m.observe("f.b", 20, SessionTurnEnded(turn=1), 5.0)  # b wins meanwhile
+    assert out[-1] == Finished(True)  # a's task was withdrawn: nothing to wait for
+    assert m.resume("a") == []
