@@ -60,8 +60,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     status = verbs.add_parser("status", help="each fleet in a log: members, spend, plan",
                               description="What a fleet log says, from its projections: "
-                                          "each member's state, the spend against the "
-                                          "budgets, the master plan and the messages.")
+                                          "each member's state (working, needs input, idle, "
+                                          "rate-limited until T, done, failed), the spend "
+                                          "against the budgets, the master plan, the "
+                                          "messages and the files two members both changed.")
     status.add_argument("log", metavar="LOG", help="a fleet's event log")
     status.set_defaults(func=status_command)
 
