@@ -38,7 +38,6 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import attrs
 import msgspec
 
 from trio_cap.actors.bindings.base import AgentBatch, AgentGone, KillAgent, TurnEnded
@@ -48,6 +47,7 @@ from trio_cap.actors.replay.bindings import (
     ReplayBinding,
     replayable,
 )
+from trio_cap.actors.replay.compare import CheckResult, Divergence, group_sessions
 from trio_cap.actors.session.machine import (
     AUTO_ANSWER,
     CancelAgent,
@@ -81,11 +81,15 @@ from trio_cap.events.kinds import (
     SessionCreated,
     SessionFailed,
     SessionInputRequired,
-    SessionOwned,
     SessionStarting,
     SessionTurnEnded,
     SessionWarning,
 )
+
+__all__ = ["CheckResult", "Divergence", "SessionReplay", "check_sessions", "group_sessions",
+           "logged_answers"]
+"""``group_sessions``, ``Divergence`` and ``CheckResult`` live in :mod:`.compare`; named here
+too, where callers have always found them."""
 
 _CLOSE_REASONS = ("closed while a turn was running", "closed before the agent was ready")
 _TIMERS = ("turn_timeout", "idle_timeout")
@@ -99,38 +103,6 @@ class _LogEnds(Exception):
 
 class _CrashCut(Exception):
     """The run was killed here and later resumed (``run.resumed`` comes next)."""
-
-
-class Divergence(Exception):
-    """The replay produced something else than the log holds (or nothing where it holds one)."""
-
-    def __init__(self, session: str, seq: int | None, expected: Envelope | None,
-                 got: tuple[int | None, Event] | None, why: str = "") -> None:
-        self.session = session
-        self.seq = seq
-        self.expected = expected
-        self.got = got
-        self.why = why
-        super().__init__(self.describe())
-
-    def describe(self) -> str:
-        where = f"seq {self.seq}" if self.seq is not None else "after the last recorded event"
-        lines = [f"session {self.session}: first divergence at {where}"
-                 + (f" ({self.why})" if self.why else "")]
-        if self.expected is not None:
-            lines.append(f"  expected: cause {self.expected.cause} {_show(self.expected.event)}")
-        else:
-            lines.append("  expected: nothing (the recorded session ends here)")
-        if self.got is not None:
-            lines.append(f"  got:      cause {self.got[0]} {_show(self.got[1])}")
-        else:
-            lines.append("  got:      nothing (the replay did not produce this event)")
-        return "\n".join(lines)
-
-
-def _show(event: Event) -> str:
-    text = msgspec.json.encode(event).decode()
-    return text if len(text) <= 400 else text[:399] + "…"
 
 
 _FRAMES = (FrameIn, FrameOut)
@@ -154,15 +126,6 @@ def _separates(event: Event) -> bool:
     if kind in (FrameIn, FrameOut, AgentRaw, PermissionPathsResolved, SessionWarning):
         return False
     return event.direction != "in"
-
-
-@attrs.define
-class CheckResult:
-    sessions: int = 0
-    events: int = 0
-    """Events compared."""
-    undecoded: set[str] = attrs.field(factory=set)
-    """Bindings whose recorded frames had no replay machine: checked from their events."""
 
 
 def logged_answers(recorded: Sequence[Envelope]) -> Answerer:
@@ -374,7 +337,7 @@ class SessionReplay:
         if i >= len(self.rec):
             return False
         ev = self.rec[i].event
-        if type(ev) is FrameIn:
+        if type(ev) is FrameIn or self._foreign(ev):
             return True
         if type(ev) is AgentRaw and ev.source == "stderr":  # type: ignore[attr-defined]
             return True
@@ -382,6 +345,24 @@ class SessionReplay:
                 type(ev) is CapError and ev.code == "cap_scope_violation")):  # type: ignore[attr-defined]
             return True  # a step of the shell's own (ACP: a send, a served answer)
         return not self.framed and self._agent_input(i)
+
+    def _foreign(self, ev: Event) -> bool:
+        """A frame of a connection that failed before this one (a fallback): its handshake's
+        batches were still in the inbox, so the actor logged them after this one started."""
+        kind = type(ev)
+        return (kind is FrameIn or kind is FrameOut) and self.framed and (
+            self.binding_name is not None and ev.binding != self.binding_name)  # type: ignore[attr-defined]
+
+    def _foreign_run(self, i: int) -> list[Event]:
+        """The failed connection's batch from ``i`` on, taken as recorded."""
+        rec, out = self.rec, []
+        while i < len(rec):
+            ev = rec[i].event
+            if not self._foreign(ev) and (type(ev) in _FRAMES or not _is_agent(ev)):
+                break
+            out.append(ev)
+            i += 1
+        return out
 
     def _shell_steps(self) -> bool:
         binding = self.binding
@@ -460,6 +441,9 @@ class SessionReplay:
         ev = env.event
         kind = type(ev)
         machine = self.machine
+        if (kind is FrameIn or kind is FrameOut) and self._foreign(ev):
+            self._absorb(self._foreign_run(i))
+            return False
         if kind is FrameIn:
             binding = self._ensure_binding()
             self._deliver(binding.feed(ev), ev)  # type: ignore[arg-type]
@@ -522,6 +506,7 @@ class SessionReplay:
         self.ids.extend(i for e in self.rec[self.pos:] if type(e.event) is FrameOut
                         for i in e.event.ids)  # type: ignore[attr-defined]
         self.binding = None
+        self.binding_name = None
         self.conn = False
 
     def _command(self, env: Envelope) -> None:
@@ -576,21 +561,3 @@ def check_sessions(streams: dict[str, list[Envelope]], only: str | None = None,
         if replay.undecoded:
             result.undecoded.add(replay.undecoded)
     return result
-
-
-def group_sessions(windows: Iterable[Sequence[Envelope]],
-                   only: str | None = None) -> dict[str, list[Envelope]]:
-    """The log's events per session stream, in seq order (the log's own "" stream is left out)."""
-    streams: dict[str, list[Envelope]] = {}
-    for envs in windows:
-        for env in envs:
-            stream = env.stream
-            if not stream or (only is not None and stream != only) or type(
-                    env.event) is SessionOwned:  # the node's record, not the session's
-                continue
-            got = streams.get(stream)
-            if got is None:
-                streams[stream] = [env]
-            else:
-                got.append(env)
-    return streams

@@ -169,3 +169,47 @@ async def test_a_real_tui_session_replays_through_the_pty_machine(
     result = check_sessions(group_sessions([envs]))
     assert result.sessions == 1 and not result.undecoded
     assert result.events == sum(1 for e in envs if e.stream)
+
+
+FALLBACK_TOML = """
+[agent]
+name = "fb"
+binary = "python3"
+profiles = []
+
+[startup]
+command = ["python3", "-i"]
+ready_when = { pattern = "^>>> ?$" }
+
+[fast_path]
+acp_stdio = ["sh", "-c", "read x; echo 'REFUSAL'; sleep 0.2"]
+
+[pty]
+cols = 100
+rows = 30
+
+[parse]
+idle = ["^>>> ?$"]
+
+[capabilities]
+streaming_output = true
+""".replace("REFUSAL", '{"jsonrpc":"2.0","id":0,"error":{"code":-32603,"message":"nope"}}'
+            .replace('"', '\\"'))
+"""An agent whose ACP handshake is refused (initialize answered with an error) and whose
+terminal is a python REPL."""
+
+
+def test_a_session_that_fell_back_from_acp_to_pty_replays(tmp_path):
+    """The ACP handshake is refused, the session falls back to PTY: the refused connection's
+    frames reach the log after the PTY one started, and are taken as recorded."""
+    (tmp_path / "fb.toml").write_text(FALLBACK_TOML)
+    run = cap("run", "--agent", "./fb.toml", "--task", "print(1+1)", "--headless",
+              "--log", "f.caplog", cwd=tmp_path)
+    assert_clean(run, 0, "binding acp failed")
+    (recorded,) = sessions_of(tmp_path / "f.caplog").values()
+    assert {e.event.binding for e in recorded if type(e.event) is FrameIn} == {"acp", "pty"}
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    checked = cap("replay", "f.caplog", "--check", cwd=tmp_path,
+                  env={**WITH_CAP, "PATH": str(empty)})
+    assert_clean(checked, 0, f"checked {len(recorded)} events of 1 session(s)")
