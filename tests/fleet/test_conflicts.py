@@ -200,3 +200,29 @@ def test_what_setup_copied_in_is_in_no_diff_and_no_merge(repo):
     cleaned = cap("fleet", "clean", "fleet.toml", "--log", "run.caplog", cwd=repo)
     assert cleaned.returncode == 0, cleaned.stderr
     assert not (repo / ".cap-worktrees" / "cf").exists()
+
+
+async def test_merge_asks_which_fleet_when_a_log_holds_several(repo):
+    import attrs
+
+    from trio_cap.actors.fleet import load_fleet, run_fleet
+    from trio_cap.actors.orchestrator import open_orchestrator
+
+    (repo / "fr.toml").write_text(
+        '[[turn]]\nsteps = [ { write = "new.txt", content = "neu\\n" }, { say = "fr" } ]\n')
+    fleet = load_fleet(repo / "fleet.toml")
+    async with open_orchestrator(repo / "two.caplog") as orch:
+        for name in ("one", "two"):
+            outcome = await run_fleet(orch, attrs.evolve(fleet, name=name))
+            assert outcome.completed, outcome.reason
+    both = cap("fleet", "merge", "two.caplog", cwd=repo)
+    assert both.returncode == 2
+    assert both.stderr.splitlines() == [
+        "cap: error: two.caplog holds fleets one, two: say which with --fleet NAME"]
+    two = cap("fleet", "merge", "two.caplog", "--fleet", "two", cwd=repo)
+    assert two.returncode == 0, two.stderr
+    assert two.stderr == "cap fleet merge: merged en, fr into main\n"
+    assert (repo / "new.txt").read_text() == "neu\n"
+    subjects = git(repo, "log", "--merges", "--reverse", "--format=%s").splitlines()
+    assert [s.split(" (")[0] for s in subjects] == ["cap fleet two: merge en",
+                                                    "cap fleet two: merge fr"]
