@@ -4,6 +4,7 @@ spellings), then re-run through the A2A driver machine with the server gone."""
 from __future__ import annotations
 
 import json
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -135,6 +136,8 @@ def test_cap_run_against_cap_serve_a2a_then_check(tmp_path):
                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=WITH_CAP)
     try:
+        shown, _, _ = select.select([serve.stdout], [], [], 60)  # bounded: it prints once up
+        assert shown, "cap serve a2a printed no address within 60 s"
         line = serve.stdout.readline()  # type: ignore[union-attr]
         assert "listening on " in line, (line, serve.stderr.read())  # type: ignore[union-attr]
         url = line.split("listening on ")[1].split()[0]

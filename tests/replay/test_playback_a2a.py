@@ -3,6 +3,7 @@ gets the events the original a2a-sdk server gave it, with that server gone."""
 
 from __future__ import annotations
 
+import select
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Iterator
@@ -37,6 +38,8 @@ def played_back(log: Path, session: str) -> Iterator[str]:
                              "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=NO_AGENTS)
     try:
+        shown, _, _ = select.select([proc.stdout], [], [], 30)  # bounded: it prints at once
+        assert shown, "cap replay --serve a2a printed no address within 30 s"
         line = proc.stdout.readline()  # type: ignore[union-attr]
         assert " at http://" in line, (line, proc.stderr.read())  # type: ignore[union-attr]
         yield line.split(" at ")[1].split()[0]
