@@ -301,7 +301,8 @@ class AgentCore:
             **extra,
         )
 
-    def _say(self, text: str, channel: str = "assistant") -> None:
+    def _say(self, text: str, channel: str = "assistant",
+             meta: dict[str, Any] | None = None) -> None:
         message_id = f"msg_{self._turn_no}"
         if self._words_out:
             text = "\n" + text  # later replies of a turn start on their own line
@@ -312,12 +313,13 @@ class AgentCore:
             piece = " ".join(words[i : i + n])
             if i + n < len(words):
                 piece += " "
-            self._out.append(TextChunk(message_id=message_id, text=piece, channel=channel))  # type: ignore[arg-type]
+            self._out.append(TextChunk(message_id=message_id, text=piece, channel=channel,  # type: ignore[arg-type]
+                                       meta=meta))
 
     async def _step(self, step: Step) -> None:
         match step:
             case Say():
-                self._say(step.say)
+                self._say(step.say, meta=step.meta)
             case Think():
                 self._out.append(Thought(message_id=f"thought_{self._turn_no}", text=step.think))
             case PlanStep():

@@ -11,9 +11,11 @@ from trio_cap.events.kinds import PlanPriority, PlanStatus, RiskLevel, Scope
 
 @attrs.frozen
 class Say:
-    """Streamed assistant text."""
+    """Streamed assistant text; ``meta`` goes on every chunk as its ``_meta`` (so a script
+    can play an agent that addresses a fleet member with ``cap.message_to``)."""
 
     say: str
+    meta: dict[str, Any] | None = None
 
 
 @attrs.frozen

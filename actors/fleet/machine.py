@@ -34,8 +34,11 @@ Rules (one line each; the code below keeps them in this order):
           again.  The wait is the error's retry-after, at least doubling on each repeat
           in a row (``rate_limit``); past ``retries`` in a row: ``fleet.gave_up``, a
           failure.  A turn that ends well resets the count.
-* MEDIATE a directive to an unknown member, to itself, to an ended member or past the
-          hop limit is refused (``fleet.message.refused``).
+* MEDIATE a turn that ended well delivers its ``@cap://<id> text`` lines and its assistant
+          text whose ``_meta`` ``cap.message_to`` names members (an id, a ``cap://``
+          URN, or a list; consecutive chunks of one message id and target list are
+          one message), alike; one to an unknown member, to itself, to an ended member,
+          past the hop limit or empty is refused (``fleet.message.refused``).
 * FINISH  nothing working and nothing queued: ``fleet.completed`` when no turn failed, no
           budget refused and every plan entry ran, else ``fleet.failed``.
 """
@@ -84,6 +87,7 @@ from trio_cap.events.kinds import (
 DIRECTIVE = re.compile(r"^[ \t]*@cap://(?P<target>[A-Za-z0-9_.:-]+)[ \t]+(?P<text>\S.*)$", re.M)
 ASSIGNED_TO = "cap.assigned_to"
 DEPENDS_ON = "cap.depends_on"
+MESSAGE_TO = "cap.message_to"
 
 
 # ---- outputs: what the shell does ----------------------------------------------------------
@@ -161,6 +165,9 @@ class _Member:
     last_delay: float | None = None
     writes: dict[str, list[str]] = attrs.field(factory=dict)
     """Write tool calls in flight: call id → the paths they name."""
+    addressed: list[tuple[tuple[str, tuple[Any, ...]], list[str]]] = attrs.field(factory=list)
+    """This turn's text that ``_meta`` ``cap.message_to`` addressed: runs of chunks with
+    one (message id, targets), so a message streamed in pieces is delivered whole, once."""
 
 
 @attrs.define
@@ -214,6 +221,14 @@ class FleetMachine:
         kind = type(event)
         if kind is TextChunk and event.channel == "assistant" and member.status == "working":
             member.text.append(event.text)
+            if event.meta and MESSAGE_TO in event.meta:
+                to = event.meta[MESSAGE_TO]
+                targets = tuple(to) if isinstance(to, list | tuple) else (to,)
+                key = (event.message_id, targets)
+                if member.addressed and member.addressed[-1][0] == key:
+                    member.addressed[-1][1].append(event.text)
+                else:
+                    member.addressed.append((key, [event.text]))
         elif kind is Plan and member.status == "working":
             member.plan = event.entries
         elif kind is ToolCallStart:
@@ -300,6 +315,7 @@ class FleetMachine:
                 member.status = "working"
                 member.current = msg.id
                 member.text = []
+                member.addressed = []
                 member.plan = ()
                 member.cancel_asked = None
                 member.limited, member.said = False, None
@@ -488,25 +504,38 @@ class FleetMachine:
 
     def _mediate(self, out: list[Output], member: _Member, text: str, msg: _Message | None,
                  seq: int) -> None:
+        """MEDIATE: the turn's ``@cap://`` lines, then its ``_meta`` ``cap.message_to``
+        messages — two spellings of one request, so one set of refusals and one delivery."""
         hops = (msg.hops if msg is not None and msg.via == "message" else 0) + 1
         for match in DIRECTIVE.finditer(text):
-            target, body = match["target"], match["text"].strip()
-            target = self.by_stream.get(target, target)
-            reason = None
-            if target not in self.members:
-                reason = "unknown_target"
-            elif target == member.id:
-                reason = "self"
-            elif self.members[target].status == "ended":
-                reason = "target_ended"
-            elif hops > self.fleet.hop_limit:
-                reason = "hop_limit"
-            if reason is not None:
-                out.append(Emit(FleetMessageRefused(source=member.id, target=target, text=body,
-                                                    reason=reason, hops=hops), seq))
-                continue
-            self._queue(out, member.id, target, f"Message from {member.id}: {body}", "message",
-                        seq, hops=hops)
+            self._send(out, member, match["target"], match["text"].strip(), hops, seq)
+        for (_message_id, targets), chunks in member.addressed:
+            body = "".join(chunks).strip()
+            for target in targets:
+                name = target.removeprefix("cap://") if isinstance(target, str) else repr(target)
+                self._send(out, member, name, body, hops, seq)
+        member.addressed = []
+
+    def _send(self, out: list[Output], member: _Member, target: str, body: str, hops: int,
+              seq: int) -> None:
+        target = self.by_stream.get(target, target)
+        reason = None
+        if target not in self.members:
+            reason = "unknown_target"
+        elif target == member.id:
+            reason = "self"
+        elif self.members[target].status == "ended":
+            reason = "target_ended"
+        elif hops > self.fleet.hop_limit:
+            reason = "hop_limit"
+        elif not body:
+            reason = "empty"
+        if reason is not None:
+            out.append(Emit(FleetMessageRefused(source=member.id, target=target, text=body,
+                                                reason=reason, hops=hops), seq))
+            return
+        self._queue(out, member.id, target, f"Message from {member.id}: {body}", "message",
+                    seq, hops=hops)
 
     def _ready_entries(self, out: list[Output], cause: int | None) -> None:
         changed = False
