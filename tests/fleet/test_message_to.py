@@ -63,8 +63,8 @@ async def test_a_scripted_members_message_to_is_delivered_consumed_and_replays(t
         '  { say = "anyone?", meta = { "cap.message_to" = ["carol"] } } ]\n'
         '[[turn]]\nsteps = [ { say = "Thanks." } ]\n')
     (tmp_path / "bob.toml").write_text(
-        '[[turn]]\nsteps = [ { say = "the plan is fine",\n'
-        '  meta = { "cap.message_to" = "alice" } } ]\n')
+        '[[turn]]\n[[turn.steps]]\nsay = "the plan is fine"\n'
+        'meta = { "cap.message_to" = "alice" }\n')
     (tmp_path / "fleet.toml").write_text(
         'name = "mt"\ntask = "Coordinate."\nworktrees = "dirs"\n'
         '[[session]]\nid = "alice"\nbinding = "inproc"\nscript = "alice.toml"\n'
