@@ -61,6 +61,7 @@ from trio_cap.events.log.postgres_conn import (
     redact,
     why,
 )
+from trio_cap.events.log.postgres_group import GroupCommit, Queued
 from trio_cap.events.log.postgres_rows import (
     Row,
     decode_rows,
@@ -68,7 +69,13 @@ from trio_cap.events.log.postgres_rows import (
     encode_events,
 )
 from trio_cap.events.log.postgres_schema import CHANNEL_PREFIX, SchemaError, check
-from trio_cap.events.log.postgres_writer import AppendConnection, append_params
+from trio_cap.events.log.postgres_writer import (
+    MANY,
+    AppendConnection,
+    Batch,
+    append_many_params,
+    append_params,
+)
 
 __all__ = ["PostgresEventLog", "SchemaError", "Unavailable"]
 
@@ -139,7 +146,7 @@ class PostgresEventLog(EventLog):
         self._next_seq = self._recent_base = self._indexed_from = last + 1
         self._pool = Pool(url, pool_size, connect_timeout)
         self._writer: AppendConnection | None = None
-        self._writer_lock = trio.Lock()
+        self._group = GroupCommit(self._commit_group)
 
     @classmethod
     async def open(cls, url: str, *, listen: bool = True, **options) -> PostgresEventLog:
@@ -171,37 +178,81 @@ class PostgresEventLog(EventLog):
             raise LogWriteError(f"{self.path}: the log takes no more appends after an earlier "
                                 f"failure ({self._failed})")
         kinds, payloads = encode_events(batch)  # refused here: nothing was sent
-        at = self._clock.now()
-        token = uuid.uuid4()
+        queued = Queued(Batch(uuid.uuid4(), stream, cause, self._clock.now(), kinds, payloads),
+                        batch)
         try:
-            last = await self._send(token, stream, cause, at, kinds, payloads)
+            last = await self._group.submit(queued)
         except LogWriteError as exc:
             self._failed = str(exc)
             raise
-        first = last - len(batch) + 1
-        self._absorb([Envelope(first + i, at, stream, cause, ev) for i, ev in enumerate(batch)])
         if self._visible_seq < last:
             await self._fill_to(last)
         return last
 
-    async def _send(self, token: uuid.UUID, stream: str, cause: int | None, at: float,
-                    kinds: list[str], payloads: list[bytes]) -> int:
-        """The batch through the non-blocking append connection; a failure that leaves the
+    async def _commit_group(self, group: list[Queued]) -> None:
+        """Store a group (see :mod:`.postgres_group`) and make it visible, in seq order."""
+        try:
+            if len(group) == 1:
+                lasts = [await self._send(group[0].batch)]
+            else:
+                lasts = await self._send_many([q.batch for q in group])
+        except BaseException as exc:
+            for q in group:
+                q.error = exc
+            raise
+        envs: list[Envelope] = []
+        for q, last in zip(group, lasts, strict=True):
+            q.last = last
+            b = q.batch
+            first = last - len(q.events) + 1
+            envs += [Envelope(first + i, b.at, b.stream, b.cause, ev)
+                     for i, ev in enumerate(q.events)]
+        envs.sort(key=_by_seq)
+        self._absorb(envs)
+
+    async def _send(self, b: Batch) -> int:
+        """One batch through the non-blocking append connection; a failure that leaves the
         outcome unknown is resolved by its token on the blocking driver."""
-        params = append_params(token, stream, cause, at, kinds, payloads, self.node)
-        async with self._writer_lock:
-            try:
-                if self._writer is None or self._writer.broken:
-                    self._writer = None
-                    self._writer = await trio.to_thread.run_sync(self._open_writer)
-                return await self._writer.append(params, self.reconnect_timeout)
-            except psycopg.Error as exc:
-                if not connection_lost(exc):
-                    raise LogWriteError(f"{self.path}: append failed: {why(exc)}; nothing of "
-                                        "the batch was stored") from None
-                lost = why(exc)
+        params = append_params(b.token, b.stream, b.cause, b.at, b.kinds, b.payloads, self.node)
+        last, lost = await self._try_writer(params, None)
+        if lost is None:
+            return last
         return await trio.to_thread.run_sync(
-            self._append_sync, token, stream, cause, at, kinds, payloads, lost)
+            self._append_sync, b.token, b.stream, b.cause, b.at, b.kinds, b.payloads, lost)
+
+    async def _send_many(self, batches: list[Batch]) -> list[int]:
+        """Several batches in one call and one commit; each batch's last seq.  After a lost
+        connection each batch is resolved by its own token (the group committed whole or
+        not at all, so either all are found or each is sent again)."""
+        last, lost = await self._try_writer(append_many_params(batches, self.node), MANY)
+        if lost is None:
+            lasts, end = [], 0
+            total = sum(len(b.payloads) for b in batches)
+            for b in batches:
+                end += len(b.payloads)
+                lasts.append(last - total + end)
+            return lasts
+        return [await trio.to_thread.run_sync(
+            self._append_sync, b.token, b.stream, b.cause, b.at, b.kinds, b.payloads, lost)
+            for b in batches]
+
+    async def _try_writer(self, params: list[bytes | None], name: bytes | None
+                          ) -> tuple[int, str | None]:
+        """Send on the append connection: (the last seq, None) when it answered, else
+        (0, why the connection was lost: the outcome is unknown); other errors are the
+        batch's own."""
+        try:
+            if self._writer is None or self._writer.broken:
+                self._writer = None
+                self._writer = await trio.to_thread.run_sync(self._open_writer)
+            if name is None:
+                return await self._writer.append(params, self.reconnect_timeout), None
+            return await self._writer.append(params, self.reconnect_timeout, name), None
+        except psycopg.Error as exc:
+            if not connection_lost(exc):
+                raise LogWriteError(f"{self.path}: append failed: {why(exc)}; nothing of "
+                                    "the batch was stored") from None
+            return 0, why(exc)
 
     def _open_writer(self) -> AppendConnection:
         return AppendConnection(connect(self.url, connect_timeout=self.connect_timeout))
@@ -545,6 +596,10 @@ class _Listener:
                 trio.from_thread.run_sync(self.log._absorb, envs, trio_token=self.token)
             self.fetched = end
             start = end + 1
+
+
+def _by_seq(env: Envelope) -> int:
+    return env.seq
 
 
 def _seq(payload: str) -> int:

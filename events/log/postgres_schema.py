@@ -24,6 +24,9 @@ append costs one round trip and one commit whatever its size.  Migration 3
 adds ``cap_fenced``: a node that was taken over is listed there (by the taker,
 before it writes anything), and ``cap_append`` refuses that node's appends
 under the head lock — so nothing a lost node writes can follow its takeover.
+Migration 4 adds ``cap_append_many(...)``: several batches (each with its own
+token, stream, cause and time) in one call and one commit — the group commit
+of appends that queued up behind one another (many sessions, one connection).
 """
 
 from __future__ import annotations
@@ -102,6 +105,35 @@ BEGIN
     INSERT INTO cap_events (seq, stream, kind, at, cause, payload)
         SELECT last - n + u.i, p_stream, u.k, p_at, p_cause, u.p
         FROM unnest(p_kinds, p_payloads) WITH ORDINALITY AS u(k, p, i);
+    PERFORM pg_notify('cap_log.' || current_schema(), last::text);
+    RETURN last;
+END
+$$;
+"""),
+    (4, "group commit: several appended batches in one call and one commit", """
+CREATE FUNCTION cap_append_many(p_tokens uuid[], p_ends int[], p_streams text[],
+                                p_causes bigint[], p_ats double precision[], p_kinds text[],
+                                p_payloads bytea[], p_node text)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    n bigint := cardinality(p_payloads);
+    last bigint;
+    taker text;
+BEGIN
+    UPDATE cap_head SET last_seq = last_seq + n RETURNING last_seq INTO last;
+    IF p_node IS NOT NULL THEN  -- under the head lock: a fence committed before is seen
+        SELECT fenced_by INTO taker FROM cap_fenced WHERE node = p_node;
+        IF FOUND THEN
+            RAISE EXCEPTION 'node % was taken over by % after its lease lapsed; it may not '
+                            'append any more', p_node, taker USING ERRCODE = 'CAPF0';
+        END IF;
+    END IF;
+    INSERT INTO cap_appends (token, last_seq)
+        SELECT t.tok, last - n + t.e FROM unnest(p_tokens, p_ends) AS t(tok, e);
+    INSERT INTO cap_events (seq, stream, kind, at, cause, payload)
+        SELECT last - n + u.i, u.s, u.k, u.a, u.c, u.p
+        FROM unnest(p_streams, p_kinds, p_ats, p_causes, p_payloads)
+             WITH ORDINALITY AS u(s, k, a, c, p, i);
     PERFORM pg_notify('cap_log.' || current_schema(), last::text);
     RETURN last;
 END

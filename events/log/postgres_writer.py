@@ -21,6 +21,7 @@ from __future__ import annotations
 import struct
 import uuid
 
+import attrs
 import psycopg
 import trio
 from psycopg import pq
@@ -28,21 +29,41 @@ from psycopg import pq
 _NAME = b"cap_append"
 _SQL = b"SELECT cap_append($1, $2, $3, $4, $5, $6, $7)"
 _TYPES = (2950, 25, 20, 701, 1009, 1001, 25)  # uuid, text, int8, float8, text[], bytea[], text
-_BINARY = (1,) * 7
+_MANY_NAME = MANY = b"cap_append_many"
+_MANY_SQL = b"SELECT cap_append_many($1, $2, $3, $4, $5, $6, $7, $8)"
+_MANY_TYPES = (2951, 1007, 1009, 1016, 1022, 1009, 1001, 25)
+"""uuid[], int4[], text[], int8[], float8[], text[], bytea[], text"""
 _TEXT_OID, _BYTEA_OID = 25, 17
-_len = struct.Struct(">i").pack
+_UUID_OID, _INT4_OID, _INT8_OID, _FLOAT8_OID = 2950, 23, 20, 701
+_len = _int4 = struct.Struct(">i").pack
 _int8 = struct.Struct(">q")
 _float8 = struct.Struct(">d").pack
 _array_head = struct.Struct(">iiIii").pack
 
 
-def _array(oid: int, items: list[bytes]) -> bytes:
-    """A one-dimensional, null-free array in PostgreSQL's binary format."""
-    parts = [_array_head(1, 0, oid, len(items), 1)]
+def _array(oid: int, items: list[bytes] | list[bytes | None]) -> bytes:
+    """A one-dimensional array in PostgreSQL's binary format (a None is a NULL)."""
+    nulls = any(item is None for item in items)
+    parts = [_array_head(1, int(nulls), oid, len(items), 1)]
     for item in items:
+        if item is None:
+            parts.append(_len(-1))
+            continue
         parts.append(_len(len(item)))
         parts.append(item)
     return b"".join(parts)
+
+
+@attrs.frozen
+class Batch:
+    """One appended batch as it goes to the database (its events encoded)."""
+
+    token: uuid.UUID
+    stream: str
+    cause: int | None
+    at: float
+    kinds: list[str]
+    payloads: list[bytes]
 
 
 def append_params(token: uuid.UUID, stream: str, cause: int | None, at: float,
@@ -53,25 +74,55 @@ def append_params(token: uuid.UUID, stream: str, cause: int | None, at: float,
             _array(_BYTEA_OID, payloads), None if node is None else node.encode()]
 
 
+def append_many_params(batches: list[Batch], node: str | None) -> list[bytes | None]:
+    """``cap_append_many``'s arguments: per batch its token and where it ends; per event its
+    batch's stream, cause and time beside its kind and payload."""
+    ends: list[bytes] = []
+    streams: list[bytes] = []
+    causes: list[bytes | None] = []
+    ats: list[bytes] = []
+    kinds: list[bytes] = []
+    payloads: list[bytes] = []
+    total = 0
+    for b in batches:
+        n = len(b.payloads)
+        total += n
+        ends.append(_int4(total))
+        stream, cause, at = b.stream.encode(), (
+            None if b.cause is None else _int8.pack(b.cause)), _float8(b.at)
+        streams += [stream] * n
+        causes += [cause] * n
+        ats += [at] * n
+        kinds += [k.encode() for k in b.kinds]
+        payloads += b.payloads
+    return [_array(_UUID_OID, [b.token.bytes for b in batches]), _array(_INT4_OID, ends),
+            _array(_TEXT_OID, streams), _array(_INT8_OID, causes),
+            _array(_FLOAT8_OID, ats), _array(_TEXT_OID, kinds), _array(_BYTEA_OID, payloads),
+            None if node is None else node.encode()]
+
+
 class AppendConnection:
     def __init__(self, conn: psycopg.Connection) -> None:
         """Take over an open autocommit connection: prepare the append, go non-blocking."""
         pg = conn.pgconn
-        result = pg.prepare(_NAME, _SQL, _TYPES)
-        if result.status != pq.ExecStatus.COMMAND_OK:
-            conn.close()
-            raise psycopg.OperationalError(_message(result) or "cannot prepare the append")
+        for name, sql, types in ((_NAME, _SQL, _TYPES), (_MANY_NAME, _MANY_SQL, _MANY_TYPES)):
+            result = pg.prepare(name, sql, types)
+            if result.status != pq.ExecStatus.COMMAND_OK:
+                conn.close()
+                raise psycopg.OperationalError(_message(result) or "cannot prepare the append")
         pg.nonblocking = 1
         self._conn = conn
         self._fd = pg.socket
         self.broken = False
 
-    async def append(self, params: list[bytes | None], answer_timeout: float) -> int:
-        """The batch's last seq once committed; OperationalError when the outcome is unknown."""
+    async def append(self, params: list[bytes | None], answer_timeout: float,
+                     name: bytes = _NAME) -> int:
+        """The last seq once committed; OperationalError when the outcome is unknown.
+        ``name``: ``cap_append`` (one batch) or ``cap_append_many`` (a group)."""
         with trio.CancelScope(shield=True):
             with trio.move_on_after(answer_timeout):
                 try:
-                    return await self._call(params)
+                    return await self._call(params, name)
                 except psycopg.OperationalError:
                     self.close()
                     raise
@@ -79,9 +130,9 @@ class AppendConnection:
             raise psycopg.OperationalError(
                 f"no answer to an append within {answer_timeout:g} s")
 
-    async def _call(self, params: list[bytes | None]) -> int:
+    async def _call(self, params: list[bytes | None], name: bytes) -> int:
         pg = self._conn.pgconn
-        pg.send_query_prepared(_NAME, params, _BINARY, 1)
+        pg.send_query_prepared(name, params, (1,) * len(params), 1)
         while pg.flush():
             await trio.lowlevel.wait_writable(self._fd)
         results = []

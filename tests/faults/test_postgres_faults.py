@@ -253,3 +253,114 @@ async def test_a_cancelled_append_waits_for_its_outcome_and_the_log_goes_on(pg_u
     assert texts(PostgresEventLog(pg_url, readonly=True).read()) == ["0", "1"]
     assert await log.append([TextChunk(message_id="m", text="2")]) == 3
     await log.aclose()
+
+
+async def test_queued_appends_commit_together_and_a_cancelled_one_is_not_stored(
+        pg_url, monkeypatch):
+    """Group commit: while one append waits on the database, 50 more queue up; they go in
+    one call and one commit, each batch gets its own contiguous seqs.  One queued
+    appender cancelled before its turn stores nothing and hears Cancelled."""
+    from trio.testing import wait_all_tasks_blocked
+
+    groups: list[int] = []
+    send_many = PostgresEventLog._send_many
+
+    async def spy(self, batches):
+        groups.append(len(batches))
+        return await send_many(self, batches)
+
+    monkeypatch.setattr(PostgresEventLog, "_send_many", spy)
+    log = await PostgresEventLog.open(pg_url, listen=False)
+    await log.append([TextChunk(message_id="m", text="first")])  # the append connection is up
+    blocker = psycopg.connect(pg_url)  # the next append waits inside the database
+    blocker.execute("SELECT last_seq FROM cap_head FOR UPDATE")
+    acked: dict[str, int] = {}
+    cancelled = trio.CancelScope()
+    heard: list[str] = []
+
+    async def append(name: str, n: int) -> None:
+        acked[name] = await log.append([TextChunk(message_id=name, text=f"{name}.{k}")
+                                        for k in range(n)], stream=name)
+
+    async def doomed() -> None:
+        with cancelled:
+            try:
+                await append("doomed", 1)
+            except trio.Cancelled:
+                heard.append("cancelled")
+                raise
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(append, "in-flight", 1)
+        await wait_all_tasks_blocked()  # it waits on the database's answer
+        for i in range(50):
+            nursery.start_soon(append, f"q{i}", 1 + i % 3)
+        nursery.start_soon(doomed)
+        await wait_all_tasks_blocked()  # every other appender is queued behind it
+        cancelled.cancel()
+        await wait_all_tasks_blocked()
+        await trio.to_thread.run_sync(blocker.rollback)
+    blocker.close()
+    assert heard == ["cancelled"] and "doomed" not in acked
+    assert groups == [50]  # the 50 queued appends: one call, one commit
+    stored = PostgresEventLog(pg_url, readonly=True).read()
+    assert [e.seq for e in stored] == list(range(1, len(stored) + 1))
+    assert "doomed" not in {e.stream for e in stored}
+    order = [e.stream for e in stored[2:]]
+    runs = list(dict.fromkeys(order))  # each batch's events contiguous, every batch once
+    assert sorted(runs) == sorted(f"q{i}" for i in range(50))
+    assert len(order) == sum(1 + i % 3 for i in range(50))
+    for name, last in acked.items():
+        mine = [e for e in stored if e.stream == name]
+        assert mine[-1].seq == last and [e.event.text for e in mine] == [
+            f"{name}.{k}" for k in range(len(mine))]
+    assert log.read() == stored  # this process sees exactly what was stored
+    await log.aclose()
+
+
+@pytest.mark.parametrize("committed", [True, False])
+async def test_a_group_whose_reply_is_lost_is_resolved_batch_by_batch(pg_url, monkeypatch,
+                                                                      committed):
+    """The connection dies during a group's call, before or after its commit: each batch is
+    looked up by its own token and sent again only if it is not there — stored once, each."""
+    from trio.testing import wait_all_tasks_blocked
+
+    from trio_cap.events.log.postgres_writer import MANY
+
+    notes: list[str] = []
+    log = await PostgresEventLog.open(pg_url, listen=False, notices=notes.append)
+    await log.append([TextChunk(message_id="m", text="first")])
+    writer = log._writer
+    real = writer.append
+
+    async def lose_the_group(params, answer_within, name=b"cap_append"):
+        if name != MANY:
+            return await real(params, answer_within, name)
+        if committed:
+            await real(params, answer_within, name)
+        writer.close()
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(writer, "append", lose_the_group)
+    blocker = psycopg.connect(pg_url)
+    blocker.execute("SELECT last_seq FROM cap_head FOR UPDATE")
+    acked: dict[str, int] = {}
+
+    async def append(name: str) -> None:
+        acked[name] = await log.append([TextChunk(message_id=name, text=name)], stream=name)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(append, "in-flight")
+        await wait_all_tasks_blocked()
+        for i in range(10):
+            nursery.start_soon(append, f"q{i}")
+        await wait_all_tasks_blocked()
+        await trio.to_thread.run_sync(blocker.rollback)
+    blocker.close()
+    stored = PostgresEventLog(pg_url, readonly=True).read()
+    assert [e.seq for e in stored] == list(range(1, 13))
+    assert sorted(texts(stored)) == sorted(["first", "in-flight", *(f"q{i}" for i in range(10))])
+    assert all(stored[last - 1].stream == name for name, last in acked.items())
+    said = "the batch had committed" if committed else "had not committed, so it was sent again"
+    assert sum(said in n for n in notes) == 10
+    await log.aclose()
