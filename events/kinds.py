@@ -395,6 +395,9 @@ class FleetMessageQueued(Event, tag="fleet.message.queued"):
     via: str
     hops: int = 0
     entry: str | None = None
+    replaces: str | None = None
+    """``via`` ``interrupt``: the message whose turn was interrupted (its text is in this
+    one, before the correction)."""
 
 
 class FleetMessageDelivered(Event, tag="fleet.message.delivered"):
@@ -438,12 +441,24 @@ class FleetBudgetRefused(Event, tag="fleet.budget_refused"):
 
 
 class FleetCancel(Event, tag="fleet.cancel"):
-    """The fleet cancelled members' turns: ``budget`` (usage crossed one mid-turn) or
-    ``race_lost``."""
+    """The fleet cancelled members' turns: ``budget`` (usage crossed one mid-turn),
+    ``race_lost`` or ``interrupt`` (a person's correction, ``fleet.interrupt``)."""
 
     members: tuple[str, ...]
     reason: str
     spent_usd: float | None = None
+
+
+class FleetInterrupt(Event, tag="fleet.interrupt"):
+    """A person corrected a member mid-turn (CAP §10.6): its turn is cancelled, what it
+    said stays in the log, and ``message_id``'s text with the correction is its next
+    input (``fleet.message.queued`` ``via`` ``interrupt``, ``replaces`` it).  ``refused``:
+    why nothing was done (the member was not in a turn the fleet could interrupt)."""
+
+    member: str
+    correction: str
+    message_id: str | None = None
+    refused: str | None = None
 
 
 class FleetPaused(Event, tag="fleet.paused"):
@@ -767,6 +782,7 @@ FLEET_EVENTS: tuple[type[Event], ...] = (
     FleetMessageRefused,
     FleetBudgetRefused,
     FleetCancel,
+    FleetInterrupt,
     FleetPaused,
     FleetResumed,
     FleetGaveUp,
@@ -867,6 +883,7 @@ AnyEvent = (
     | FleetMessageRefused
     | FleetBudgetRefused
     | FleetCancel
+    | FleetInterrupt
     | FleetPaused
     | FleetResumed
     | FleetGaveUp

@@ -10,6 +10,7 @@ from trio_cap.events.kinds import (
     FleetConflict,
     FleetFailed,
     FleetGaveUp,
+    FleetInterrupt,
     FleetMember,
     FleetMessageConsumed,
     FleetMessageDelivered,
@@ -73,6 +74,10 @@ def describe_fleet(ev: object) -> str | None:
                     f"(${ev.spent_usd:.4f}; cap_budget_exceeded {ev.code})")
         case FleetCancel():
             return f"cancelled the turns of {', '.join(ev.members)} ({ev.reason})"
+        case FleetInterrupt():
+            if ev.refused:
+                return f"{ev.member}: not interrupted ({ev.refused}): {_cut(ev.correction)}"
+            return f"{ev.member}: interrupted ({ev.message_id}), correction: {_cut(ev.correction)}"
         case FleetTouched():
             how = f" (call {ev.call_id})" if ev.call_id else f" ({ev.via})"
             return f"{ev.member}: changed {ev.path}{how}"

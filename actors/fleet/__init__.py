@@ -4,8 +4,14 @@
 """
 
 from trio_cap.actors.fleet.model import Fleet, Member
-from trio_cap.actors.fleet.runner import FleetOutcome, FleetSetupError, run_fleet
+from trio_cap.actors.fleet.runner import (
+    FleetHandle,
+    FleetOutcome,
+    FleetSetupError,
+    InterruptRefused,
+    run_fleet,
+)
 from trio_cap.actors.fleet.validate import FleetInvalid, check_agents, load_fleet
 
-__all__ = ["Fleet", "FleetInvalid", "FleetOutcome", "FleetSetupError", "Member", "check_agents",
-           "load_fleet", "run_fleet"]
+__all__ = ["Fleet", "FleetHandle", "FleetInvalid", "FleetOutcome", "FleetSetupError",
+           "InterruptRefused", "Member", "check_agents", "load_fleet", "run_fleet"]

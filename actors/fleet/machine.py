@@ -34,6 +34,12 @@ Rules (one line each; the code below keeps them in this order):
           again.  The wait is the error's retry-after, at least doubling on each repeat
           in a row (``rate_limit``); past ``retries`` in a row: ``fleet.gave_up``, a
           failure.  A turn that ends well resets the count.
+* INTERRUPT a person's correction to a working member (CAP §10.6): ``fleet.interrupt``,
+          its turn cancelled (``fleet.cancel`` ``interrupt``); however that turn ends,
+          nothing of it is routed or counted as a failure, and its message's text plus
+          the correction goes to the front of its queue (``via`` ``interrupt``,
+          ``replaces`` the old message, same plan entry and hops).  A member not in a
+          turn, or one whose turn the fleet is cancelling already, is refused.
 * MEDIATE a turn that ended well delivers its ``@cap://<id> text`` lines and its assistant
           text whose ``_meta`` ``cap.message_to`` names members (an id, a ``cap://``
           URN, or a list; consecutive chunks of one message id and target list are
@@ -53,6 +59,7 @@ from typing import Any
 import attrs
 
 from trio_cap.actors.fleet.model import BySubtask, FanOut, Fleet, Join, Pipeline, Race
+from trio_cap.actors.fleet.outputs import CancelTurn, Deliver, Emit, Finished, Output, Wake
 from trio_cap.actors.fleet.ratelimit import next_delay, retry_after
 from trio_cap.actors.fleet.touches import Touches, diff_files, written
 from trio_cap.events.kinds import (
@@ -63,6 +70,7 @@ from trio_cap.events.kinds import (
     FleetCompleted,
     FleetFailed,
     FleetGaveUp,
+    FleetInterrupt,
     FleetMessageConsumed,
     FleetMessageDelivered,
     FleetMessageQueued,
@@ -88,47 +96,6 @@ DIRECTIVE = re.compile(r"^[ \t]*@cap://(?P<target>[A-Za-z0-9_.:-]+)[ \t]+(?P<tex
 ASSIGNED_TO = "cap.assigned_to"
 DEPENDS_ON = "cap.depends_on"
 MESSAGE_TO = "cap.message_to"
-
-
-# ---- outputs: what the shell does ----------------------------------------------------------
-@attrs.frozen
-class Emit:
-    """Append ``event`` to the fleet's stream, caused by ``cause``."""
-
-    event: Event
-    cause: int | None = None
-
-
-@attrs.frozen
-class Deliver:
-    """Inject ``text`` into ``member``'s session, then report :meth:`FleetMachine.delivered`
-    (or :meth:`FleetMachine.undeliverable`)."""
-
-    message_id: str
-    member: str
-    text: str
-
-
-@attrs.frozen
-class CancelTurn:
-    member: str
-
-
-@attrs.frozen
-class Wake:
-    """Call :meth:`FleetMachine.resume` for ``member`` after ``delay`` seconds."""
-
-    member: str
-    delay: float
-
-
-@attrs.frozen
-class Finished:
-    completed: bool
-    reason: str = ""
-
-
-Output = Emit | Deliver | CancelTurn | Wake | Finished
 
 
 @attrs.define
@@ -163,6 +130,8 @@ class _Member:
     limits: int = 0
     """Rate limits in a row."""
     last_delay: float | None = None
+    correction: str | None = None
+    """A person's correction waiting for the interrupted turn to end."""
     writes: dict[str, list[str]] = attrs.field(factory=dict)
     """Write tool calls in flight: call id → the paths they name."""
     addressed: list[tuple[tuple[str, tuple[Any, ...]], list[str]]] = attrs.field(factory=list)
@@ -262,6 +231,33 @@ class FleetMachine:
         self._pump(out)
         return out
 
+    def interrupt(self, member_id: str, correction: str) -> list[Output]:
+        """INTERRUPT: the first output is the ``fleet.interrupt`` (``refused`` set when
+        nothing is done)."""
+        member = self.members.get(member_id)
+        refused = None
+        if self.finished:
+            refused = "fleet_finished"
+        elif member is None:
+            refused = "unknown_member"
+        elif member.status != "working" or member.current is None:
+            refused = "not_working"
+        elif member.cancel_asked not in (None, "interrupt"):
+            refused = f"cancelling: {member.cancel_asked}"
+        if refused is not None or member is None:
+            return [Emit(FleetInterrupt(member=member_id, correction=correction,
+                                        refused=refused))]
+        out: list[Output] = [Emit(FleetInterrupt(member=member_id, correction=correction,
+                                                 message_id=member.current))]
+        if member.correction is not None:  # a second word before the turn stopped: both
+            member.correction += "\n" + correction
+            return out
+        member.correction = correction
+        member.cancel_asked = "interrupt"
+        out += [CancelTurn(member_id), Emit(FleetCancel(members=(member_id,),
+                                                        reason="interrupt"))]
+        return out
+
     def delivered(self, message_id: str, input_seq: int, turn: int | None) -> list[Output]:
         msg = self.messages[message_id]
         return [Emit(FleetMessageDelivered(message_id=message_id, target=msg.target,
@@ -290,13 +286,18 @@ class FleetMachine:
 
     # ---- rules ------------------------------------------------------------------------
     def _queue(self, out: list[Output], source: str, target: str, text: str, via: str,
-               cause: int | None, *, hops: int = 0, entry: str | None = None) -> None:
+               cause: int | None, *, hops: int = 0, entry: str | None = None,
+               front: bool = False, replaces: str | None = None) -> None:
         self._count += 1
         msg = _Message(f"m{self._count}", source, target, text, via, hops, entry)
         self.messages[msg.id] = msg
-        self.members[target].queue.append(msg.id)
+        if front:
+            self.members[target].queue.appendleft(msg.id)
+        else:
+            self.members[target].queue.append(msg.id)
         out.append(Emit(FleetMessageQueued(message_id=msg.id, source=source, target=target,
-                                           text=text, via=via, hops=hops, entry=entry), cause))
+                                           text=text, via=via, hops=hops, entry=entry,
+                                           replaces=replaces), cause))
 
     def _pump(self, out: list[Output]) -> None:
         """GATE: every idle member with input takes its next message; then FINISH."""
@@ -358,6 +359,12 @@ class FleetMachine:
         if msg is not None:
             out.append(Emit(FleetMessageConsumed(message_id=msg.id, target=member.id,
                                                  stop_reason=stop), seq))
+            if member.correction is not None:
+                correction, member.correction = member.correction, None
+                self._queue(out, "human", member.id, _corrected(msg.text, correction),
+                            "interrupt", seq, hops=msg.hops, entry=msg.entry, front=True,
+                            replaces=msg.id)
+                return
             if stop != "end_turn" and member.limited and member.cancel_asked is None:
                 self._pause(out, member, msg, seq, at)
                 return
@@ -413,6 +420,7 @@ class FleetMachine:
                 self._entry_status(out, msg, "cancelled", seq)
         member.queue.clear()
         member.current = None
+        member.correction = None
 
     def _fire(self, index: int, key: str, rounds: int | None) -> bool:
         count = self.fired.get((index, key), 0)
@@ -506,7 +514,7 @@ class FleetMachine:
                  seq: int) -> None:
         """MEDIATE: the turn's ``@cap://`` lines, then its ``_meta`` ``cap.message_to``
         messages — two spellings of one request, so one set of refusals and one delivery."""
-        hops = (msg.hops if msg is not None and msg.via == "message" else 0) + 1
+        hops = (msg.hops if msg is not None and msg.via in ("message", "interrupt") else 0) + 1
         for match in DIRECTIVE.finditer(text):
             self._send(out, member, match["target"], match["text"].strip(), hops, seq)
         for (_message_id, targets), chunks in member.addressed:
@@ -587,6 +595,13 @@ class FleetMachine:
         else:
             out.append(Emit(FleetCompleted(fleet=self.fleet.name, spent_usd=spent)))
             out.append(Finished(True))
+
+
+def _corrected(original: str, correction: str) -> str:
+    """The interrupted input again, with the person's correction after it: the agent
+    redoes the work as corrected, not the correction alone out of context."""
+    return (f"{original}\n\nCorrection (your previous turn on this was interrupted; what "
+            f"you had done so far stands): {correction}")
 
 
 def _handed(source: str, text: str) -> str:

@@ -1,7 +1,9 @@
 """The fleet actor's Trio shell: sessions through the orchestrator, the machine's decisions
 carried out in the order it made them.
 
-``await run_fleet(orch, fleet)`` inside any orchestrator (the embedding API): it makes
+``await run_fleet(orch, fleet)`` inside any orchestrator (the embedding API; or
+``handle = await nursery.start(run_fleet, orch, fleet)`` for a :class:`FleetHandle`, to
+interrupt a member with a correction while it runs): it makes
 the members' working directories (this run's own), runs the fleet file's setup steps in
 each, starts their sessions, feeds everything they log to
 the :class:`~.machine.FleetMachine` and does what it answers — injects, cancels, fleet
@@ -39,6 +41,7 @@ from trio_cap.events.kinds import (
     Event,
     FleetCompleted,
     FleetFailed,
+    FleetInterrupt,
     FleetMember,
     FleetSetup,
     FleetStarted,
@@ -66,13 +69,66 @@ class FleetSetupError(Exception):
     """The fleet could not start (working directories, a session); nothing ran."""
 
 
+class InterruptRefused(Exception):
+    """The fleet would not interrupt that member (logged as ``fleet.interrupt`` with
+    ``refused`` once the fleet runs): ``reason`` says why."""
+
+    def __init__(self, member: str, reason: str) -> None:
+        super().__init__(f"cannot interrupt {member}: {reason}")
+        self.member = member
+        self.reason = reason
+
+
+class FleetHandle:
+    """A fleet run seen from its embedder while it runs: a person's corrections go in
+    through it, so they are decisions of the fleet machine and in its log like every
+    other (CAP §10.6)."""
+
+    def __init__(self, shell: _Shell) -> None:
+        self._shell = shell
+        self.done = trio.Event()
+        """Set when the run is over (finished, failed to start, or cancelled)."""
+        self.outcome: FleetOutcome | None = None
+
+    @property
+    def stream(self) -> str:
+        return self._shell.stream
+
+    def interrupt(self, member: str, correction: str) -> None:
+        """Stop ``member``'s turn and give it its input again with ``correction``; what it
+        had said stays in the log.  Returns once the fleet has taken the request (the
+        cancel and the new input follow as events); :class:`InterruptRefused` when the
+        member is not in a turn the fleet could interrupt."""
+        shell = self._shell
+        machine = shell.machine
+        if machine is None or shell.outcome is not None:
+            raise InterruptRefused(member, "not_running")
+        outputs = machine.interrupt(member, correction)
+        for output in outputs:
+            shell.send.send_nowait(output)
+        first = outputs[0]
+        if isinstance(first, Emit) and isinstance(first.event, FleetInterrupt) \
+                and first.event.refused is not None:
+            raise InterruptRefused(member, first.event.refused)
+
+    async def wait(self) -> FleetOutcome:
+        """The outcome, once the run is over (bound the wait with the caller's own
+        ``trio.fail_after``)."""
+        await self.done.wait()
+        if self.outcome is None:
+            raise FleetSetupError("the fleet run stopped before it finished")
+        return self.outcome
+
+
 CLOSE_GRACE = 10.0
 """Seconds a cancelled run gives its sessions to close before it stops waiting for them."""
 
 
 async def run_fleet(orch: Orchestrator, fleet: Fleet, *,
                     on_event: Callable[[Envelope], None] | None = None,
-                    human: bool = False, run_id: str | None = None) -> FleetOutcome:
+                    human: bool = False, run_id: str | None = None,
+                    task_status: trio.TaskStatus[FleetHandle] = trio.TASK_STATUS_IGNORED,
+                    ) -> FleetOutcome:
     """Run ``fleet`` to its end; ``on_event`` sees every envelope the run logs (its
     sessions' and the fleet's), e.g. to print them.
 
@@ -85,7 +141,10 @@ async def run_fleet(orch: Orchestrator, fleet: Fleet, *,
 
     ``run_id`` names this run's working directories and branches (default:
     ``$CAP_FLEET_RUN_ID`` — for scripts that must know the paths before the run — else a
-    fresh time-ordered id), so runs of one fleet file never share them."""
+    fresh time-ordered id), so runs of one fleet file never share them.
+
+    Started with ``nursery.start`` it hands back a :class:`FleetHandle` once its working
+    directories exist (before that, a :class:`FleetSetupError` is raised to the starter)."""
     if not fleet.task.strip():
         raise FleetSetupError(f"{fleet.source}: no task: give task or task_file in the file, "
                               "or --task")
@@ -99,13 +158,18 @@ async def run_fleet(orch: Orchestrator, fleet: Fleet, *,
     except worktrees.WorktreeError as exc:
         raise FleetSetupError(str(exc)) from None
     shell = _Shell(orch, fleet, on_event, human, run_id)
+    handle = FleetHandle(shell)
+    task_status.started(handle)
     try:
-        return await shell.run(dirs)
+        handle.outcome = await shell.run(dirs)
+        return handle.outcome
     except BaseException:  # cancelled (the face's client, Ctrl-C) or broken: no orphans
         with trio.CancelScope(shield=True) as scope:
             scope.deadline = trio.current_time() + CLOSE_GRACE
             await shell.abandon("stopped before it finished")
         raise
+    finally:
+        handle.done.set()
 
 
 class _Shell:

@@ -24,6 +24,7 @@ from trio_cap.events.kinds import (
     FleetConflict,
     FleetFailed,
     FleetGaveUp,
+    FleetInterrupt,
     FleetMember,
     FleetMessageConsumed,
     FleetMessageDelivered,
@@ -233,6 +234,14 @@ def _cancel(state: FleetsState, env: Envelope) -> None:
         _audit(view, env, target=",".join(ev.members), detail=ev.reason)
 
 
+def _interrupt(state: FleetsState, env: Envelope) -> None:
+    view = _fleet(state, env)
+    if view is not None:
+        ev: FleetInterrupt = env.event  # type: ignore[assignment]
+        _audit(view, env, source="human", target=ev.member, text=ev.correction,
+               detail=f"refused: {ev.refused}" if ev.refused else f"interrupt {ev.message_id}")
+
+
 def _route(state: FleetsState, env: Envelope) -> None:
     view = _fleet(state, env)
     if view is not None:
@@ -402,6 +411,7 @@ class FleetsProjection(Projection[FleetsState]):
         FleetMessageRefused: _refused,
         FleetBudgetRefused: _budget_refused,
         FleetCancel: _cancel,
+        FleetInterrupt: _interrupt,
         FleetRoute: _route,
         FleetTouched: _touched,
         FleetConflict: _conflict,
