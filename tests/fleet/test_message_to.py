@@ -89,3 +89,12 @@ async def test_a_scripted_members_message_to_is_delivered_consumed_and_replays(t
     assert states == {"bob": "consumed", "alice": "consumed"}
     assert msgspec.to_builtins(replay(log).fleets) == msgspec.to_builtins(live)
     log.close()
+
+
+def test_an_a2a_agents_cap_text_chunk_part_brings_its_message_to_along():
+    """A real agent's way to say it: A2A's CAP data part keeps ``_meta`` on the chunk."""
+    from trio_cap.actors.bindings.a2a.machine_parts import cap_event
+
+    (chunk,) = cap_event("cap.text_chunk", {"message_id": "m", "text": "hi",
+                                            "_meta": {"cap.message_to": ["cap://f.b"]}})
+    assert isinstance(chunk, TextChunk) and chunk.meta == {"cap.message_to": ["cap://f.b"]}
