@@ -279,6 +279,7 @@ class FleetMachine:
         self.failures.append(f"{msg.target} did not take its input: {reason}")
         if member.current == message_id:
             member.current = None
+            member.correction = None  # no turn took it: nothing to correct
             member.status = "ended" if member.status == "ended" else "idle"
         self._entry_status(out, msg, "cancelled", None)
         self._pump(out)

@@ -146,3 +146,15 @@ async def test_a_scripted_member_in_a_long_turn_is_interrupted_and_the_fleet_com
         f"writer: interrupted ({asked.event.message_id}), correction: British spelling, please")
     assert msgspec.to_builtins(replay(log).fleets) == msgspec.to_builtins(live)
     log.close()
+
+
+def test_a_correction_to_an_input_the_session_refused_is_dropped_with_it():
+    fleet = Fleet(name="f", task="go", sessions=(Member("a", start=True), Member("b")),
+                  routes=(Pipeline(("b", "a")),))
+    m = FleetMachine(fleet, {"a": "f.a", "b": "f.b"})
+    m.start()
+    m.interrupt("a", "in French")
+    out = m.undeliverable("m1", "target_ended")  # a's session never took the task
+    out += m.observe("f.b", 10, SessionTurnEnded(turn=1, stop_reason="end_turn"))
+    out += m.observe("f.a", 20, SessionTurnEnded(turn=1, stop_reason="end_turn"))
+    assert [q.via for q in _emitted(out, FleetMessageQueued)] == ["pipeline"]
