@@ -162,6 +162,7 @@ class FleetMachine:
         self.failures: list[str] = []
         self.fired: dict[tuple[int, str], int] = {}
         self.joined: dict[int, dict[str, str]] = {}
+        self.joined_hops: dict[int, int] = {}
         self.budget_cancelled = False
         self.finished = False
         self._count = 0
@@ -373,7 +374,7 @@ class FleetMachine:
             member.limits, member.last_delay = 0, None
             if msg is not None:
                 self._entry_status(out, msg, "completed", seq)
-            self._route(out, member, text, seq)
+            self._route(out, member, text, seq, msg.hops if msg is not None else 0)
             self._mediate(out, member, text, msg, seq)
             self._ready_entries(out, seq)
             return
@@ -430,7 +431,12 @@ class FleetMachine:
         self.fired[(index, key)] = count + 1
         return True
 
-    def _route(self, out: list[Output], member: _Member, text: str, seq: int) -> None:
+    def _route(self, out: list[Output], member: _Member, text: str, seq: int,
+               hops: int) -> None:
+        """ROUTE: the turn's text handed on by the routes; each hand-off carries the hops of
+        the input that started the turn, so a mediated message whose reply turn fires a route
+        back (A messages B, B's route hands to A, A messages B …) still counts toward
+        ``hop_limit`` instead of starting again at zero."""
         mid = member.id
         for index, route in enumerate(self.fleet.routes):
             if isinstance(route, Pipeline):
@@ -438,24 +444,27 @@ class FleetMachine:
                     if a == mid and self._fire(index, a, route.rounds):
                         out.append(Emit(FleetRoute(pattern="pipeline", sources=(a,),
                                                    targets=(b,)), seq))
-                        self._queue(out, a, b, _handed(a, text), "pipeline", seq)
+                        self._queue(out, a, b, _handed(a, text), "pipeline", seq, hops=hops)
             elif isinstance(route, FanOut):
                 if route.source == mid and self._fire(index, mid, route.rounds):
                     out.append(Emit(FleetRoute(pattern="fan_out", sources=(mid,),
                                                targets=route.targets), seq))
                     for target in route.targets:
-                        self._queue(out, mid, target, _handed(mid, text), "fan_out", seq)
+                        self._queue(out, mid, target, _handed(mid, text), "fan_out", seq,
+                                    hops=hops)
             elif isinstance(route, Join):
                 if mid in route.sources:
                     got = self.joined.setdefault(index, {})
                     got.setdefault(mid, text)
+                    self.joined_hops[index] = max(self.joined_hops.get(index, 0), hops)
                     if len(got) == len(route.sources) and self._fire(index, "", route.rounds):
                         del self.joined[index]
+                        joined_hops = self.joined_hops.pop(index, 0)
                         out.append(Emit(FleetRoute(pattern="join", sources=route.sources,
                                                    targets=(route.target,)), seq))
                         combined = "\n\n".join(_handed(s, got[s]) for s in route.sources)
                         self._queue(out, ",".join(route.sources), route.target, combined,
-                                    "join", seq)
+                                    "join", seq, hops=joined_hops)
             elif isinstance(route, Race):
                 if mid in route.sources and self._fire(index, "", route.rounds):
                     losers = [self.members[s] for s in route.sources if s != mid]
@@ -477,7 +486,8 @@ class FleetMachine:
                         out.append(Emit(FleetCancel(members=tuple(cancelled),
                                                     reason="race_lost"), seq))
                     if route.target:
-                        self._queue(out, mid, route.target, _handed(mid, text), "race", seq)
+                        self._queue(out, mid, route.target, _handed(mid, text), "race", seq,
+                                    hops=hops)
             elif isinstance(route, BySubtask) and route.source == mid \
                     and self._fire(index, mid, route.rounds):
                 added = self._adopt_plan(member)
@@ -515,7 +525,7 @@ class FleetMachine:
                  seq: int) -> None:
         """MEDIATE: the turn's ``@cap://`` lines, then its ``_meta`` ``cap.message_to``
         messages — two spellings of one request, so one set of refusals and one delivery."""
-        hops = (msg.hops if msg is not None and msg.via in ("message", "interrupt") else 0) + 1
+        hops = (msg.hops if msg is not None else 0) + 1  # a hand-off keeps its chain's hops
         for match in DIRECTIVE.finditer(text):
             self._send(out, member, match["target"], match["text"].strip(), hops, seq)
         for (_message_id, targets), chunks in member.addressed:

@@ -40,3 +40,33 @@ async def test_a_directive_is_queued_delivered_consumed_and_refusals_are_audited
     states = {m.target: m.state for m in live.fleets["messages"].messages.values()
               if m.via == "message"}
     assert states == {"bob": "consumed", "alice": "consumed"}
+
+
+async def test_a_message_answered_through_a_route_still_counts_toward_the_hop_limit(tmp_path):
+    """oc messages the lead; the lead's reply turn hands on to oc by the pipeline; oc
+    messages again … The hand-off carries the hops of the message that started the turn,
+    so the ping-pong is refused at the hop limit instead of running until the budget
+    (found with real agents: it ran 50 turns)."""
+    ping = '[[turn]]\nsteps = [ { say = "@cap://lead ping" } ]\n' * 12
+    ok = '[[turn]]\nsteps = [ { say = "ok" } ]\n' * 12
+    (tmp_path / "oc.toml").write_text(ping)
+    (tmp_path / "lead.toml").write_text(ok)
+    fleet = tmp_path / "loop.toml"
+    fleet.write_text('name = "loop"\ntask = "Start."\nworktrees = "dirs"\n'
+                     'permissions = "allow"\nhop_limit = 3\n'
+                     '[[session]]\nid = "lead"\nbinding = "inproc"\nscript = "lead.toml"\n'
+                     '[[session]]\nid = "oc"\nbinding = "inproc"\nscript = "oc.toml"\n'
+                     '[[route]]\npipeline = ["lead", "oc"]\n')
+    outcome, log, _ = await run_file(fleet)
+    assert outcome.completed, outcome.reason
+    queued = [(e.event.via, e.event.target, e.event.hops)
+              for e in events(log, "fleet.message.queued")]
+    assert queued == [("task", "lead", 0), ("pipeline", "oc", 0), ("message", "lead", 1),
+                      ("pipeline", "oc", 1), ("message", "lead", 2),
+                      ("pipeline", "oc", 2), ("message", "lead", 3),
+                      ("pipeline", "oc", 3)]
+    refused = [(e.event.target, e.event.reason, e.event.hops)
+               for e in events(log, "fleet.message.refused")]
+    assert refused == [("lead", "hop_limit", 4)]
+    turns = [e for e in events(log, "session.turn_ended")]
+    assert len(turns) == 8  # four each, then the loop is cut
