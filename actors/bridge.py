@@ -34,7 +34,7 @@ from typing import Any
 
 import trio
 
-from trio_cap.actors.agent.core import CoreEnded, Emit, Emitted
+from trio_cap.actors.agent.core import CoreEnded, Emit, Emitted, first_config
 from trio_cap.actors.agent.script import Script
 from trio_cap.actors.bindings.base import BRIDGED, TurnEnded
 from trio_cap.actors.bindings.stream_json.agent_argv import AgentOptions
@@ -104,15 +104,8 @@ class BridgeCore:
     # ---- frames in -----------------------------------------------------------------
     async def run(self, frames: trio.MemoryReceiveChannel[Event]) -> None:
         """Serve one session; raises :class:`CoreEnded` when the driven agent cannot go on."""
-        try:
-            first = await frames.receive()
-        except (trio.EndOfChannel, trio.ClosedResourceError):
-            return
-        if not isinstance(first, SessionConfig):
-            kind = first.__struct_config__.tag
-            await self._emit([CapError(code="cap_session_config_missing",
-                                       message=f"the first frame must be cap.session.config, "
-                                               f"got {kind}")])
+        first = await first_config(frames, self._emit)
+        if first is None:
             return
         self.config = first
         async with open_orchestrator(self._log, grace=self._grace) as orch:

@@ -32,7 +32,7 @@ from contextlib import asynccontextmanager
 import attrs
 import trio
 
-from trio_cap.actors.agent.core import Emit, Emitted
+from trio_cap.actors.agent.core import Emit, Emitted, first_config
 from trio_cap.actors.bindings.base import TurnEnded
 from trio_cap.actors.bridge import answer, decide, unknown
 from trio_cap.actors.connection import Connector
@@ -93,15 +93,8 @@ class FleetCore:
     # ---- frames in -----------------------------------------------------------------
     async def run(self, frames: trio.MemoryReceiveChannel[Event]) -> None:
         """Serve one session until the agent side closes the frames or cancels it."""
-        try:
-            first = await frames.receive()
-        except (trio.EndOfChannel, trio.ClosedResourceError):
-            return
-        if not isinstance(first, SessionConfig):
-            kind = first.__struct_config__.tag
-            await self._emit([CapError(code="cap_session_config_missing",
-                                       message=f"the first frame must be cap.session.config, "
-                                               f"got {kind}")])
+        first = await first_config(frames, self._emit)
+        if first is None:
             return
         self.config = first
         self._ids.face_cwd = first.cwd

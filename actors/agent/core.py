@@ -157,12 +157,8 @@ class AgentCore:
     # ---- frames in ----------------------------------------------------------
     async def run(self, frames: trio.MemoryReceiveChannel[Event]) -> None:
         """Serve one session until the orchestrator closes the frame channel or cancels it."""
-        try:
-            first = await frames.receive()
-        except (trio.EndOfChannel, trio.ClosedResourceError):
-            return
-        if not isinstance(first, SessionConfig):
-            await self._emit([_config_missing(first)])
+        first = await first_config(frames, self._emit)
+        if first is None:
             return
         self.config = first
         await self._emit([CapSessionReady(session_id=self.session_id)])
@@ -478,7 +474,17 @@ def _ms(started: float) -> int:
     return int((trio.current_time() - started) * 1000)
 
 
-def _config_missing(frame: Event) -> CapError:
-    kind = frame.__struct_config__.tag
-    return CapError(code="cap_session_config_missing",
-                    message=f"the first frame must be cap.session.config, got {kind}")
+async def first_config(frames: trio.MemoryReceiveChannel[Event],
+                       emit: Callable[[list[Event]], Awaitable[None]]) -> SessionConfig | None:
+    """A core's first frame, which CAP says is the session's config: None when the frames
+    ended first, or (after saying so with ``cap_session_config_missing``) when it was not."""
+    try:
+        first = await frames.receive()
+    except (trio.EndOfChannel, trio.ClosedResourceError):
+        return None
+    if isinstance(first, SessionConfig):
+        return first
+    kind = first.__struct_config__.tag
+    await emit([CapError(code="cap_session_config_missing",
+                         message=f"the first frame must be cap.session.config, got {kind}")])
+    return None
