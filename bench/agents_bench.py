@@ -1,8 +1,9 @@
 """``python -m bench agents``: N concurrent subprocess sessions — ``cap-agent`` over stream-json.
 
 Each session is a real ``cap agent --cap-speak stream-json`` process on its own pipes,
-driven through the embedding API on the file log (the default of ``cap run``), one turn
-each, all at once on this machine's cores.  Reported, never asserted:
+driven through the embedding API on the file log (the default of ``cap run``), then on
+the PostgreSQL log (a throwaway server), one turn each, all at once on this machine's
+cores.  Reported, never asserted:
 
 * lost events — every session must end completed with its turn's full reply and the same
   number of events as every other (the script is the same);
@@ -46,7 +47,8 @@ def _leaked(workspace: Path) -> list[int]:
     return out
 
 
-async def measure(n: int, workspace: Path, log_path: Path) -> dict[str, float]:
+async def measure(n: int, workspace: Path, log_path: Path | str) -> dict[str, float]:
+    """``log_path``: a file log's path or a ``postgresql://`` URL."""
     agent = await resolve("cap-agent")
     errors = 0
     texts: list[str] = []
@@ -101,14 +103,28 @@ def run(quick: bool = False) -> list[dict[str, float]]:
     os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
     n = 20 if quick else 200
     print(f"agents — {os.cpu_count()} cores, Python {platform.python_version()}: {n} concurrent "
-          "cap-agent processes over stream-json, one turn each, file log")
+          "cap-agent processes over stream-json, one turn each")
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp) / "work"
         workspace.mkdir()
-        r = trio.run(measure, n, workspace.resolve(), Path(tmp) / "agents.caplog")
-    print(f"  N={n}  wall {r['wall_s']:.2f} s  errors {r['errors']}  lost events {r['lost']}"
-          f" (target 0)  leaked processes {r['leaked']} (target 0)  events {r['events']:,}")
-    print(f"  orchestrator CPU share {r['orch_cpu_share'] * 100:.1f} % (agents "
+        rows.append(_row("file log", trio.run(measure, n, workspace.resolve(),
+                                             Path(tmp) / "agents.caplog")))
+        from bench.pg_server import PgServer
+
+        with PgServer() as server:  # the shared log: a throwaway server, fsync on
+            rows.append(_row("PostgreSQL log", trio.run(measure, n, workspace.resolve(),
+                                                        server.url)))
+    return rows
+
+
+def _row(label: str, r: dict[str, float]) -> dict[str, float]:
+    n = int(r["n"])
+    print(f"  {label}: N={n}  wall {r['wall_s']:.2f} s  errors {r['errors']}  lost events "
+          f"{r['lost']} (target 0)  leaked processes {r['leaked']} (target 0)  events "
+          f"{r['events']:,}")
+    print(f"    orchestrator CPU share {r['orch_cpu_share'] * 100:.1f} % (agents "
           f"{(1 - r['orch_cpu_share']) * 100:.1f} %)  agent start (created → cap.session.ready) "
           f"p50 {r['start_p50_ms']:.0f} ms  p99 {r['start_p99_ms']:.0f} ms")
-    return [r]
+    r["log"] = label  # type: ignore[assignment]
+    return r
