@@ -129,7 +129,7 @@ async def a2a_sdk(subscribers: int, words: int) -> tuple[float, float, int]:
 
 
 def run(quick: bool = False) -> None:
-    words = 500 if quick else 1_500  # a2a-sdk's server at 50 subscribers sets the run time
+    words = 500 if quick else 800  # a2a-sdk's server at 50 subscribers sets the run time
     fanout = (1, 4) if quick else (1, 10, 50)
     repeat = 1 if quick else 3
     print(f"a2a publisher: one session's turn ({words:,} text chunks → appended artifact parts) "

@@ -103,7 +103,7 @@ def _machine(reads: list[bytes], n: int) -> Callable[[], int]:
 
 
 def feed_rows(quick: bool) -> None:
-    frames = 600 if quick else 1500  # pyte (the peer) sets the run time: under 2 minutes
+    frames = 600 if quick else 800  # pyte (the peer) sets the run time: under 2 minutes
     try:
         tui, plain = corpus(frames)
     except CorpusMissing as exc:
