@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -170,24 +171,31 @@ TASKS = ["write one.txt: 1", "wait 2\nwrite two.txt: 2", "write three.txt: 3"]
 
 def start_run(url: str, tmp: Path, node: str) -> subprocess.Popen:
     """A three-turn ``cap run`` as node ``node`` (a 1 s lease), until its second turn is under
-    way (a bounded poll on the log: nothing to wait on)."""
+    way: a follower of the log (``cap log show --follow``) says so, each wait bounded."""
+    assert cap("log", "migrate", url).returncode == 0
+    follower = subprocess.Popen([*CAP, "log", "show", url, "--follow", "--json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                env=ENV)
     proc = subprocess.Popen(
         [*CAP, "run", "--agent", "cap-agent", "--binding", "inproc", "--permissions", "allow",
          "--cwd", str(tmp), "--task", TASKS[0], "--next", TASKS[1], "--next", TASKS[2],
          "--log", url, "--node", node, "--lease", "1"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV)
     deadline = time.monotonic() + BOUND
-    while True:
-        if time.monotonic() > deadline or proc.poll() is not None:
-            proc.kill()
-            raise AssertionError(f"the run never started turn 2: {proc.communicate()[1]}")
-        try:
-            events = [e.event for e in PostgresEventLog(url, readonly=True).read()]
-        except Exception:  # the schema does not exist until the run created it
-            events = []
-        if any(type(e).__name__ == "SessionWorking" and e.turn == 2 for e in events):
-            return proc
-        time.sleep(0.1)
+    try:
+        while True:
+            ready, _, _ = select.select([follower.stdout], [], [],
+                                        max(0.0, deadline - time.monotonic()))
+            line = follower.stdout.readline() if ready else ""  # type: ignore[union-attr]
+            if not line:
+                proc.kill()
+                raise AssertionError(f"the run never started turn 2: {proc.communicate()[1]}")
+            event = json.loads(line)
+            if event["kind"] == "session.working" and event.get("turn") == 2:
+                return proc
+    finally:
+        follower.kill()
+        follower.wait(timeout=BOUND)
 
 
 def test_kill_9_of_a_node_mid_run_and_takeover_resumes_the_run(pg_url, tmp_path):
