@@ -492,6 +492,25 @@ class FleetGaveUp(Event, tag="fleet.gave_up"):
     reason: str
 
 
+class FleetRunResumed(Event, tag="fleet.run_resumed"):
+    """``cap fleet resume`` picked the fleet up after its orchestrator died: the fleet's
+    state was rebuilt by replaying its log through the fleet's rules; ``after_seq`` is the
+    last seq the dead run acknowledged.  ``sessions``: the members whose sessions were
+    picked up (each writes its own ``run.resumed``); ``redelivered``: messages delivered
+    whose turn the crash cut (the member's re-run turn takes them again);
+    ``delivering``: messages queued and never delivered (delivered now); ``paused``:
+    members still waiting out a rate limit (each until its ``fleet.paused`` ``until``);
+    ``unlogged``: decisions the dead run had made and not logged, written right after."""
+
+    fleet: str
+    after_seq: int
+    sessions: tuple[str, ...] = ()
+    redelivered: tuple[str, ...] = ()
+    delivering: tuple[str, ...] = ()
+    paused: tuple[str, ...] = ()
+    unlogged: int = 0
+
+
 class FleetCompleted(Event, tag="fleet.completed"):
     fleet: str
     spent_usd: float = 0.0
@@ -786,6 +805,7 @@ FLEET_EVENTS: tuple[type[Event], ...] = (
     FleetPaused,
     FleetResumed,
     FleetGaveUp,
+    FleetRunResumed,
     FleetCompleted,
     FleetFailed,
 )
@@ -887,6 +907,7 @@ AnyEvent = (
     | FleetPaused
     | FleetResumed
     | FleetGaveUp
+    | FleetRunResumed
     | FleetCompleted
     | FleetFailed
 )
