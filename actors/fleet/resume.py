@@ -38,6 +38,7 @@ from trio_cap.actors.fleet.outputs import CancelTurn, Deliver, Emit, Finished, O
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import (
     Artifact,
+    FleetArchive,
     FleetCompleted,
     FleetConflict,
     FleetFailed,
@@ -55,6 +56,7 @@ from trio_cap.events.kinds import (
     SessionCancelled,
     SessionCompleted,
     SessionFailed,
+    SessionOwned,
     SessionWorking,
 )
 
@@ -73,6 +75,7 @@ class MemberLog:
 
     member: str
     session_id: str
+    cwd: str
     recorded: tuple[Envelope, ...]
     ended: bool
 
@@ -175,7 +178,6 @@ class _Replay:
                 elif type(ev) is FleetMember:
                     sessions[ev.member] = ev.session_id
                     self.cwds[ev.member] = ev.cwd
-                    member_events.setdefault(ev.session_id, [])
                     if len(sessions) == len(self.fleet.sessions):
                         self._start(sessions)
                 elif point.machine is not None:
@@ -186,14 +188,14 @@ class _Replay:
                     raise CannotResumeFleet(f"seq {env.seq}: {env.kind} before every member's "
                                             "session started")
                 continue
-            if env.stream in member_events:
-                member_events[env.stream].append(env)
-                if point.machine is not None:
-                    self._take(point.machine.observe(env.stream, env.seq, ev, env.at))
+            if type(ev) is not SessionOwned:
+                member_events.setdefault(env.stream, []).append(env)
+            if point.machine is not None and env.stream in point.machine.by_stream:
+                self._take(point.machine.observe(env.stream, env.seq, ev, env.at))
         for member, sid in sessions.items():
-            recorded = tuple(member_events[sid])
+            recorded = tuple(member_events.get(sid, ()))
             ended = any(type(e.event) in _SESSION_END for e in recorded)
-            point.members[member] = MemberLog(member, sid, recorded, ended)
+            point.members[member] = MemberLog(member, sid, self.cwds[member], recorded, ended)
         if point.machine is not None:
             self._settle()
         return point
@@ -242,12 +244,13 @@ class _Replay:
             self._outside(env, machine.resume(ev.member))
         elif kind is FleetInterrupt:
             self._outside(env, machine.interrupt(ev.member, ev.correction))
-        elif kind is FleetRunResumed:
-            pass  # an earlier resume: what it wrote next is replayed like any other event
-        elif kind is Artifact or (kind in (FleetTouched, FleetConflict)
-                                  and ev.via == "diff" and self.finished):
-            if kind is Artifact:
-                self.point.diffed.add(str((ev.meta or {}).get("cap.member", "")))
+        elif kind in (FleetRunResumed, FleetArchive):
+            pass  # an earlier resume (and its answerer): what followed replays as any other
+        elif kind is Artifact:
+            self.point.diffed.add(str((ev.meta or {}).get("cap.member", "")))
+        elif kind in (FleetTouched, FleetConflict) and ev.via == "diff" and self.finished:
+            if kind is FleetTouched:  # the wind-up's: known, so a resumed one is not repeated
+                machine.touches.touch(ev.member, ev.path, "diff")
         elif kind is FleetFailed and not self.finished:
             self.point.ended = "failed"  # stopped from outside (abandoned)
             self.point.finish = None
