@@ -20,18 +20,28 @@ _RUN = """\
 Run a fleet: start every session of FLEET (a fleet.toml or fleet.yaml) in its own
 working directory, send the task, route each session's results as the file's routes say,
 keep the spend inside the budgets, and close every session when nothing is left to do.
-Each event is printed as one plain line (the live terminal view is not in this build, so
-the output is the same with or without --headless).  Exit code: 0 when the fleet
-completed, 1 when it failed (a failed turn or session, a refused budget, plan entries
-that never ran), 2 when the fleet file has problems.
+Exit code: 0 when the fleet completed, 1 when it failed (a failed turn or session, a
+refused budget, plan entries that never ran), 2 when the fleet file has problems, 130
+when stopped with Ctrl-C (every session is closed first).
+
+On a terminal: a live view, one row per session (state: working, needs input (with
+what), idle, rate-limited until T, done, failed; binding; current plan step; tokens;
+cost), the budget bar, files two sessions both changed (the moment it happens), the
+latest events, and a person at the keyboard: what a session's policy leaves to a person
+(permissions = "ask", high risk, an ask the auto-answerer passes on) waits for a key —
+y allow once, a allow always, n deny; an ask: a choice's number, r to type an answer, d
+to decline — and i interrupts a session with a typed correction.  Each answer and
+correction is an event in the log.  With --headless, or when stdout is not a terminal:
+one plain line per event, and nobody is asked (those requests are refused, those asks
+declined); without a terminal on stdin the view is shown but nobody is asked either.
 
 Git worktrees (worktrees = "git", the default): one per session and run at
 <repo>/.cap-worktrees/<fleet>/<run-id>/<session-id>/ on branch
 cap/<fleet>/<run-id>/<session-id> off the base branch, after the file's [setup] steps
 ran in it; kept after the run, with each one's diff in the log; `cap fleet clean` removes
 them, `cap fleet merge LOG` merges their branches.  Permissions come from the file
-(per fleet and per session); nobody is asked, so high-risk requests are refused
-unless the file sets allow_high_risk = true.
+(per fleet and per session); high-risk requests are refused unless a person allows them
+or the file sets allow_high_risk = true.
 """
 
 
@@ -48,7 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="the event log (default <repo>/.cap/fleets/<name>/<run-id>.caplog)")
     run.add_argument("--task", metavar="TEXT", help="the task, instead of the file's")
     run.add_argument("--headless", action="store_true",
-                     help="plain event lines for CI (what this build always prints)")
+                     help="plain event lines for CI, no live view, nobody asked")
     run.set_defaults(func=run_command)
 
     check = verbs.add_parser("validate", help="check a fleet file without running anything",
@@ -96,6 +106,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     fleet_resume.register(verbs)
 
+    from trio_cap.actors.cli import fleet_resume
+
+    fleet_resume.register(verbs)
+
     fleet.set_defaults(func=lambda _args: (fleet.print_help(), EXIT_USAGE)[1])
 
 
@@ -137,7 +151,7 @@ def run_command(args: argparse.Namespace) -> int:
     path = args.log or default_log(fleet, rid)
     log = open_log(path, "batch")
     try:
-        outcome = trio.run(_run, fleet, log, rid)
+        outcome = trio.run(_run, fleet, log, rid, args.headless)
     except BaseException:
         if log.last_seq == 0 and not args.log:
             Path(path).unlink(missing_ok=True)  # nothing ran: leave no empty log behind
@@ -150,7 +164,7 @@ def run_command(args: argparse.Namespace) -> int:
     return EXIT_FAILED
 
 
-async def _run(fleet, log, rid: str):
+async def _run(fleet, log, rid: str, headless: bool = True):
     from trio_cap.actors.cli.render import line
     from trio_cap.actors.fleet import FleetSetupError, run_fleet
     from trio_cap.actors.orchestrator import open_orchestrator
@@ -160,13 +174,25 @@ async def _run(fleet, log, rid: str):
         if env.kind not in ("frame.in", "frame.out"):
             print(line(env), flush=True)
 
+    console = None
+    if not headless and sys.stdout.isatty():
+        from rich.console import Console
+
+        from trio_cap.actors.cli import fleet_live
+
+        console = Console()
+        if not fleet_live.wanted(console):
+            console = None  # a terminal that cannot redraw (TERM=dumb): plain lines
     try:
         async with open_orchestrator(log) as orch:
             orch.default_timeouts = Timeouts(idle=600.0)
             try:
+                if console is not None:
+                    return await fleet_live.run_live(orch, fleet, rid, console,
+                                                     fleet_live.keyboard())
                 return await run_fleet(orch, fleet, on_event=show, run_id=rid)
-            except FleetSetupError as exc:
-                raise UsageError(str(exc)) from None
+            except* FleetSetupError as group:
+                raise UsageError(str(group.exceptions[0])) from None
     finally:
         await log.aclose()
 
