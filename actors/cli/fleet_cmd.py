@@ -106,10 +106,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     fleet_resume.register(verbs)
 
-    from trio_cap.actors.cli import fleet_resume
-
-    fleet_resume.register(verbs)
-
     fleet.set_defaults(func=lambda _args: (fleet.print_help(), EXIT_USAGE)[1])
 
 
