@@ -40,6 +40,7 @@ from trio_cap.actors.replay.resume import (
     RESUME_CAPABILITY,
     CannotResume,
     ResumePoint,
+    acp_loads_sessions,
     find_resume_point,
     finished,
     rebuild,
@@ -175,8 +176,19 @@ def _how(plan: Plan_, point: ResumePoint, machine: SessionMachine) -> _How:
     if can and agent_session:
         return _How("resumed", f"the agent continues its session {agent_session}",
                     agent_session, machine.config.system_prompt)
-    why = ("its manifest does not declare capabilities.x-session-resume" if not can
-           else "it never reported a session id to resume")
+    if binding == "acp" and agent_session and acp_loads_sessions(point):
+        # the transcript is the fallback: the ACP client gives it to a new session only,
+        # when the load is refused (agent.raw load_failed / resume_unsupported says why)
+        return _How("resumed", f"the agent loads its session {agent_session} (ACP "
+                    "session/load); should the load fail, a new session gets the transcript "
+                    "so far", agent_session,
+                    transcript_context(point, machine.config.system_prompt))
+    if binding == "acp":
+        why = ("its ACP agent did not declare loadSession" if agent_session
+               else "it never reported a session id to resume")
+    else:
+        why = ("its manifest does not declare capabilities.x-session-resume" if not can
+               else "it never reported a session id to resume")
     return _How("restarted", f"a new agent with the transcript so far: {why}", None,
                 transcript_context(point, machine.config.system_prompt))
 

@@ -14,7 +14,8 @@ cause) and their numbers are reused; requests and asks the dead agent
 waited on died with it (the re-run turn asks again).  Money spent, the raw
 output budget and turns done carry over.  Whether the new agent *resumes*
 its own conversation (Claude Code's ``--resume``, when the manifest declares
-``capabilities.x-session-resume``) or is *restarted* with the transcript so
+``capabilities.x-session-resume``; an ACP agent's ``session/load``, when its
+``initialize`` answer declared ``loadSession``) or is *restarted* with the transcript so
 far as its system prompt is decided here and logged as ``run.resumed``, the
 first event the resumed session writes.
 """
@@ -30,6 +31,7 @@ from trio_cap.actors.replay.check import SessionReplay
 from trio_cap.actors.session.machine import Emit, Output, SessionMachine, State
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import (
+    CapSessionReady,
     Event,
     InputInjected,
     RunResumed,
@@ -115,6 +117,15 @@ def _run_of(envs: Sequence[Envelope], statuses: dict[str, str], sid: str) -> Res
                      and type(e.event) is not SessionOwned)
     return ResumePoint(run=run, session_id=sid if recorded else None, recorded=recorded,
                        status=statuses.get(sid), after_seq=envs[-1].seq if envs else 0)
+
+
+def acp_loads_sessions(point: ResumePoint) -> bool:
+    """Whether the session's ACP agent declared ``agentCapabilities.loadSession`` in its
+    ``initialize`` answer (the connection's ``cap.session.ready`` records it), so a new
+    process of it can ``session/load`` the recorded session id."""
+    ready = [e.event for e in point.recorded if type(e.event) is CapSessionReady]
+    acp = (ready[-1].meta or {}).get("acp") if ready else None
+    return isinstance(acp, dict) and acp.get("load_session") is True
 
 
 def finished(point: ResumePoint) -> bool:

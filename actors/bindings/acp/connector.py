@@ -276,7 +276,7 @@ class AcpConnector:
         model = None if tuning.get("model-arg") else config.model  # else it went in the argv
         return ClientOptions(
             cwd=os.path.abspath(config.cwd), model=model,
-            resume_id=config.session_resume_id,
+            resume_id=config.session_resume_id, context=config.system_prompt,
             mcp_servers=tuple(opts.get("mcp_servers") or ()),
             auth_method=(opts.get("acp_auth_method") or env.get(AUTH_ENV)
                          or tuning.get("auth-method") or None),

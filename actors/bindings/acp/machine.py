@@ -184,6 +184,7 @@ class AcpClient(Handshake):
         self._session_decoder: tuple[str, type, Any] | None = None
         self._authenticated = False
         self._loading = False
+        self._context_due = False
         self._steps: deque[tuple[str, Any]] = deque()
         self._prompts: deque[UserInputInject] = deque()
         self._prompt: rpc.Id | None = None
@@ -227,6 +228,9 @@ class AcpClient(Handshake):
             return []
         frame = self._prompts.popleft()
         blocks = tuple(f.TextContent(text=b.text) for b in frame.content if b.type == "text")
+        if self._context_due and self.options.context:
+            self._context_due = False  # once: the new session's first prompt
+            blocks = (f.TextContent(text=self.options.context), *blocks)
         self._turn += 1
         self._cancelling = False
         self._allowed_paths.clear()
@@ -644,8 +648,9 @@ class AcpClient(Handshake):
             return
         if method == f.SESSION_LOAD:
             out.append(raw("load_failed", f"session/load failed ({message}); "
-                                          "a new session was started"))
+                                          "a new session was started" + self._with_context()))
             self._loading = False
+            self._context_due = bool(self.options.context)
             self.session_id = None
             out.append(ToAgent(self._request(f.SESSION_NEW, f.NewSessionParams(
                 cwd=self.options.cwd, mcp_servers=self.options.mcp_servers))))

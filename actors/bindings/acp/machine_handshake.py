@@ -42,6 +42,10 @@ class ClientOptions:
     cwd: str
     model: str | None = None
     resume_id: str | None = None
+    context: str | None = None
+    """Text put before the first prompt of a session opened with ``session/new`` (ACP has no
+    system prompt): the session's system prompt, which for a restarted run holds the
+    transcript so far.  Not sent to a session that was loaded: its agent has its history."""
     mcp_servers: tuple[dict[str, Any], ...] = ()
     auth_method: str | None = None
     mode: str | None = None
@@ -67,6 +71,7 @@ class Handshake:
     updates: UpdateMapper
     _authenticated: bool
     _loading: bool
+    _context_due: bool
     _steps: deque[tuple[str, Any]]
     _mode_asked: str | None
 
@@ -142,10 +147,15 @@ class Handshake:
                 return [ToAgent(self._request(f.SESSION_RESUME, f.LoadSessionParams(
                     session_id=o.resume_id, cwd=o.cwd, mcp_servers=o.mcp_servers)))]
             out.append(raw("resume_unsupported", f"the agent cannot load or resume session "
-                                                 f"{o.resume_id}; a new session was started"))
+                                                 f"{o.resume_id}; a new session was started"
+                                                 + self._with_context()))
+        self._context_due = bool(o.context)
         out.append(ToAgent(self._request(f.SESSION_NEW, f.NewSessionParams(
             cwd=o.cwd, mcp_servers=o.mcp_servers))))
         return out
+
+    def _with_context(self) -> str:
+        return " (its first prompt carries the context)" if self.options.context else ""
 
     def _opened(self, modes: Any, options: Any) -> list[Output]:
         self._loading = False
