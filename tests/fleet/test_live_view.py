@@ -18,7 +18,7 @@ from pathlib import Path
 import pyte
 import trio
 
-from tests.fleet.helpers import cap, events, worktree
+from tests.fleet.helpers import cap, copy_examples, events, worktree
 from trio_cap.events.log import FileEventLog
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -235,6 +235,21 @@ async def test_ctrl_c_closes_the_fleet_restores_the_terminal_and_says_one_line(t
                                                          "session.failed",
                                                          "session.cancelled")}
     assert ended == {"stop.writer", "stop.reviewer"}
+
+
+async def test_two_members_changing_one_file_is_a_warning_in_the_view(tmp_path):
+    where = copy_examples(tmp_path)
+    term = await run_on_terminal(where, "fan_out_join.toml", "--log", "run.caplog")
+    try:
+        await term.expect("fleet fanout: completed")
+        assert await term.exit_code() == 0
+    finally:
+        term.close()
+    log = FileEventLog(where / "run.caplog", readonly=True)
+    (conflict,) = events(log, "fleet.conflict")
+    assert f"⚠ conflict: hello.txt changed by {', '.join(conflict.event.members)}" in term.text
+    assert "spent $0.0000 of $1.0000" in term.text  # the fleet's budget, with its bar
+    assert [term.row(m).split(" | ")[2] for m in ("lead", "en", "fr")] == ["done"] * 3
 
 
 async def test_headless_on_a_terminal_prints_plain_lines_and_asks_nobody(tmp_path):
