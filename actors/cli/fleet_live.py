@@ -115,8 +115,7 @@ class _LiveView:
     async def run(self, rid: str) -> FleetOutcome:
         self.seen = self.orch.log.last_seq
         first = self.seen + 1
-        with Live(self._render(), console=self.console, auto_refresh=False,
-                  vertical_overflow="visible") as live:
+        with Live(self._render(), console=self.console, auto_refresh=False) as live:
             try:
                 async with trio.open_nursery() as nursery:
                     self.handle = await nursery.start(functools.partial(
@@ -145,7 +144,8 @@ class _LiveView:
 
     def _render(self, final: bool = False):
         return render(self.orch.state, self.fleet.name, self.fleet.ids,
-                      None if final else self.desk, list(self.tail), self.fleet.budget_usd)
+                      None if final else self.desk, list(self.tail), self.fleet.budget_usd,
+                      self.console.height)
 
     async def _paint(self, live: Live) -> None:
         while True:

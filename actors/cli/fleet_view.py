@@ -76,20 +76,36 @@ def current_step(state: State, view: FleetView, member: str, session_id: str) ->
 
 
 def render(state: State, fleet: str, members: Sequence[str], desk: Desk | None,
-           tail: Sequence[str], budget_usd: float | None) -> RenderableType:
+           tail: Sequence[str], budget_usd: float | None, height: int = 0) -> RenderableType:
+    """The whole view; ``height`` (the terminal's rows, 0: no limit) drops the oldest
+    event lines that would not fit, and puts the person's panel above the table when even
+    the table does not, so a question is never cut off the bottom of the screen."""
     view = state.fleets.fleets.get(fleet)
-    parts: list[RenderableType] = [_head(view, fleet, budget_usd)]
+    top: list[RenderableType] = [_head(view, fleet, budget_usd)]
     if view is not None and budget_usd:
-        parts.append(ProgressBar(total=budget_usd, completed=min(view.spent_usd, budget_usd),
-                                 width=40))
-    parts.append(_table(state, view, members))
+        top.append(ProgressBar(total=budget_usd, completed=min(view.spent_usd, budget_usd),
+                               width=40))
+    body: list[RenderableType] = [_table(state, view, members)]
     for conflict in _conflicts(view):
-        parts.append(Text(f"⚠ conflict: {conflict}", style="bold red"))
-    if tail:
-        parts.append(Text("\n".join(tail), style="dim", no_wrap=True, overflow="ellipsis"))
-    if desk is not None:
-        parts.append(_desk(desk))
-    return Group(*parts)
+        body.append(Text(f"⚠ conflict: {conflict}", style="bold red"))
+    panel = _desk(desk) if desk is not None else None
+    used = len(top) + len(members) + 3 + (len(body) - 1) \
+        + (_panel_rows(desk) if desk is not None else 0)
+    room = len(tail) if not height else max(0, height - used - 1)
+    if tail and room:
+        body.append(Text("\n".join(tail[-room:]), style="dim", no_wrap=True,
+                         overflow="ellipsis"))
+    if panel is None:
+        return Group(*top, *body)
+    if height and used > height:
+        return Group(*top, panel, *body)
+    return Group(*top, *body, panel)
+
+
+def _panel_rows(desk: Desk) -> int:
+    """The rows :func:`_desk` draws: its border, its lines."""
+    return 3 + (desk.front is not None) + (len(desk.questions) > 1) + bool(desk.typing) \
+        + bool(desk.note)
 
 
 def _head(view: FleetView | None, fleet: str, budget_usd: float | None) -> Text:
