@@ -32,6 +32,7 @@ from trio_cap.actors.cli.run_cmd import (
     _write_failure,
     explain,
     open_log,
+    played_back,
     run_command,
     run_turns,
 )
@@ -197,7 +198,9 @@ async def _resume(args: argparse.Namespace, log: FileEventLog, plan: Plan_,
                   point: ResumePoint) -> Outcome:
     out = Outcome()
     with trio.open_signal_receiver(*SIGNALS) as signals:
-        async with log, open_orchestrator(log) as orch, trio.open_nursery() as nursery:
+        async with log, played_back(plan.agent) as agent, open_orchestrator(log) as orch, \
+                trio.open_nursery() as nursery:
+            plan = attrs.evolve(plan, agent=agent)
             orch.default_timeouts = Timeouts(idle=DEFAULT_IDLE_TIMEOUT)
             orch.record = args.record
             nursery.start_soon(_signals, signals, out, orch, nursery.cancel_scope)

@@ -121,8 +121,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--agent", default="cap-agent", metavar="NAME|PATH|SPEC",
                      help="agent to run: a manifest name (see `cap manifest list`), a manifest "
                      "path, or an ad-hoc spec stream-json:CMD, acp:CMD, a2a:URL (a remote "
-                     "A2A agent, either spelling) or pty:CMD. Default: "
-                     "cap-agent, trio-cap's own scripted agent")
+                     "A2A agent, either spelling), pty:CMD or replay:LOG#SESSION (a recorded "
+                     "agent played back over the binding it was recorded on: stream-json, ACP "
+                     "and PTY on stdio, A2A served on a free 127.0.0.1 port for the run). "
+                     "Default: cap-agent, trio-cap's own scripted agent")
     run.add_argument("--binding", metavar="B",
                      help="use only this binding: inproc, stream-json, acp, a2a, pty, or one "
                      "a plug-in registers (entry point group trio_cap.bindings). Default: the "
@@ -364,8 +366,9 @@ def _write_failure(exc: BaseException) -> str | None:
 async def _run(args: argparse.Namespace, log: FileEventLog, plan: Plan_) -> Outcome:
     out = Outcome()
     with trio.open_signal_receiver(*SIGNALS) as signals:
-        async with log, _as_node(args, log) as node, open_orchestrator(log) as orch, \
-                trio.open_nursery() as nursery:
+        async with log, _as_node(args, log) as node, played_back(plan.agent) as agent, \
+                open_orchestrator(log) as orch, trio.open_nursery() as nursery:
+            plan = attrs.evolve(plan, agent=agent)
             orch.node = node
             orch.default_timeouts = Timeouts(idle=DEFAULT_IDLE_TIMEOUT)
             if args.token_file is not None:
@@ -393,6 +396,18 @@ async def _run(args: argparse.Namespace, log: FileEventLog, plan: Plan_) -> Outc
                 _read_back(orch, out)
             nursery.cancel_scope.cancel()
     return out
+
+
+def played_back(agent: Resolved):  # type: ignore[no-untyped-def]
+    """A recorded A2A agent (``replay:LOG#SESSION``) served on a port for the run; any other
+    agent as it is."""
+    from trio_cap.actors.manifest.adhoc import A2A_PLAYBACK
+
+    if A2A_PLAYBACK not in agent.manifest.extensions:
+        return contextlib.nullcontext(agent)
+    from trio_cap.actors.cli.serve_replay_a2a import playback_agent
+
+    return playback_agent(agent)
 
 
 def _as_node(args: argparse.Namespace, log):

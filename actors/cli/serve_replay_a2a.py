@@ -9,6 +9,8 @@ only waits for its pieces (bounded channels: a driver that stops reading holds
 the walk, never memory).  A request past the end of the recording gets a
 JSON-RPC error naming that, so a driver never hangs on it.  Prints
 ``cap replay: serving … at URL`` once listening; stops on Ctrl-C (130) or SIGTERM.
+``cap run --agent replay:LOG#SESSION`` of an A2A session serves it the same way, on
+127.0.0.1 for the run's length (:func:`playback_agent`).
 """
 
 from __future__ import annotations
@@ -16,14 +18,19 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
 
+import attrs
 import h11
 import msgspec
 import trio
 
 from trio_cap.actors.cli.common import EXIT_INTERRUPTED, EXIT_OK, UsageError
+from trio_cap.actors.manifest.adhoc import A2A_PLAYBACK
+from trio_cap.actors.manifest.resolve import Resolved
 from trio_cap.actors.replay.playback_a2a import A2aPlayback, Answer, AwaitRequest
 
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
@@ -198,7 +205,10 @@ def serve_a2a_playback(args: argparse.Namespace, recorded: list) -> int:
     return trio.run(_serve, playback, host, port, args.agent)
 
 
-async def _serve(playback: A2aPlayback, host: str, port: int, session: str) -> int:
+@asynccontextmanager
+async def serving(playback: A2aPlayback, host: str, port: int) -> AsyncIterator[str]:
+    """The playback served on ``host:port`` (0: a free one) while the block runs; its base
+    URL.  Leaving the block closes the listener and every connection."""
     try:
         listeners = await trio.open_tcp_listeners(port, host=host)
     except OSError as exc:
@@ -207,16 +217,45 @@ async def _serve(playback: A2aPlayback, host: str, port: int, session: str) -> i
     shown = f"[{host}]" if ":" in host else host
     base = f"http://{shown}:{bound}"
     server = PlaybackServer(playback, base)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(partial(trio.serve_listeners, server.connection, listeners))
+        nursery.start_soon(server.walk)
+        try:
+            yield base
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+async def _serve(playback: A2aPlayback, host: str, port: int, session: str) -> int:
     code = EXIT_OK
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(partial(trio.serve_listeners, server.connection, listeners))
-            nursery.start_soon(server.walk)
+        async with serving(playback, host, port) as base:
             print(f"cap replay: serving session {session}'s recorded agent at {base} "
                   f"(agent card {base}{CARD_PATHS[0]})", flush=True)
             async for signum in signals:
                 code = EXIT_INTERRUPTED if signum == signal.SIGINT else EXIT_OK
                 break
-            nursery.cancel_scope.cancel()
     print("cap replay: stopped", file=sys.stderr, flush=True)
     return code
+
+
+@asynccontextmanager
+async def playback_agent(agent: Resolved) -> AsyncIterator[Resolved]:
+    """``cap run --agent replay:LOG#SESSION`` of a session recorded over a2a: its recording
+    served on 127.0.0.1 (a free port) for as long as the run lasts, and the agent's manifest
+    pointed at it.  Any other agent is given back as it is."""
+    wanted = agent.manifest.extensions.get(A2A_PLAYBACK)
+    if not isinstance(wanted, dict):
+        yield agent
+        return
+    from trio_cap.actors.cli.serve_replay import _recorded
+
+    recorded = _recorded(str(wanted["log"]), str(wanted["session"]))
+    try:
+        playback = A2aPlayback(recorded)
+    except ValueError as exc:
+        raise UsageError(f"--agent {agent.location}: {exc}") from None
+    async with serving(playback, "127.0.0.1", 0) as base:
+        manifest = agent.manifest
+        fast_path = attrs.evolve(manifest.fast_path, a2a_serve_at=base + "/")
+        yield attrs.evolve(agent, manifest=attrs.evolve(manifest, fast_path=fast_path))

@@ -23,11 +23,20 @@ from trio_cap.actors.manifest.validate import ManifestInvalid, validate_data
 PREFIXES = {"pty": "pty", "stream-json": "stream-json", "acp": "acp", "a2a": "a2a",
             "replay": "stream-json"}
 """Spec prefix → binding name (``replay:LOG#SESSION``: a recorded agent played back, over
-the binding it was recorded on: :func:`replay_binding`)."""
+the binding it was recorded on: :func:`replay_binding`; over a2a on a port ``cap run``
+opens, :data:`A2A_PLAYBACK`)."""
 
 PTY_RECORDED = "x-pty-recorded"
 """Manifest table a played-back PTY session carries: the recorded session's PTY settings
 (its patterns, size, timings), so the driver reads the playback as it read the original."""
+
+A2A_PLAYBACK = "x-a2a-playback"
+"""Manifest table of a recorded A2A agent (``replay:LOG#SESSION`` recorded over a2a): the
+log and session whose recording ``cap run`` serves on 127.0.0.1 for the run; its
+``fast_path.a2a_serve_at`` is a placeholder until that server listens."""
+
+A2A_PLAYBACK_URL = "http://127.0.0.1:1/"
+"""Placeholder address of a played-back A2A agent before its server listens (nothing there)."""
 
 READY_ANY_OUTPUT = "\\S"
 """Without knowing the program, any visible output counts as started."""
@@ -95,11 +104,7 @@ def replay_binding(spec: str, log: str, session: str) -> tuple[str, dict[str, An
         opened.close()
     if binding is None:
         raise AdHocError(f"{spec!r}: no session {session!r} in {log!r}")
-    if binding == "a2a":
-        raise AdHocError(f"{spec!r}: the session was recorded over a2a, which is played back "
-                         f"on a port: cap replay {log} --agent {session} --serve a2a --listen "
-                         "127.0.0.1:0, then --agent a2a:URL")
-    if binding not in ("stream-json", "acp", "pty"):
+    if binding not in ("stream-json", "acp", "pty", "a2a"):
         raise AdHocError(f"{spec!r}: the session was recorded over {binding}; a recorded "
                          "agent is played back over stream-json, acp, pty or a2a")
     return binding, settings
@@ -137,6 +142,9 @@ def adhoc_manifest(spec: str) -> tuple[Manifest, str]:
             fast_path["stream_json"] = argv
         elif binding == "acp":
             fast_path["acp_stdio"] = argv
+        elif binding == "a2a":  # served on a port by the run itself (cap run)
+            fast_path["a2a_serve_at"] = A2A_PLAYBACK_URL
+            extra[A2A_PLAYBACK] = {"log": argv[-2], "session": argv[-1]}
         elif recorded is not None:
             extra[PTY_RECORDED] = recorded
     else:

@@ -107,9 +107,38 @@ def test_cap_run_against_a_played_back_a2a_agent(tmp_path: Path) -> None:
                    "--log", "late.caplog", cwd=tmp_path, env=NO_AGENTS)
     assert _agent_side(read_log(tmp_path / "n.caplog")) == _agent_side(original)
     assert late.returncode == 1 and "the recording ends before this request" in late.stdout
-    assert_clean(cap("run", "--agent", f"replay:o.caplog#{sid}", *task, cwd=tmp_path), 2,
-                 "which is played back on a port")
     assert sys  # the CLI runs on this interpreter
+
+
+def test_cap_run_agent_replay_serves_a_recorded_a2a_agent_for_the_run(tmp_path: Path) -> None:
+    """``cap run --agent replay:LOG#SESSION`` of a session recorded over a2a: the run serves
+    the recording on 127.0.0.1 itself, drives it over A2A and stops it when it ends."""
+    task = ["--task", "hi", "--next", "again", "--headless"]
+    with A2aServer(Echo()).running() as srv:
+        assert_clean(cap("run", "--agent", f"a2a:{srv.base}", *task, "--log", "o.caplog",
+                         cwd=tmp_path), 0)
+    original = read_log(tmp_path / "o.caplog")
+    sid = _session(original)
+    again = cap("run", "--agent", f"replay:o.caplog#{sid}", *task, "--log", "n.caplog",
+                cwd=tmp_path, env=NO_AGENTS)
+    assert_clean(again, 0, "echo: again")
+    replayed = read_log(tmp_path / "n.caplog")
+    assert _agent_side(replayed) == _agent_side(original)
+    assert [e["text"] for e in _agent_side(replayed) if e["kind"] == "cap.text_chunk"] == [
+        "echo: hi", "echo: again"]
+    (starting,) = [e.event for e in replayed if e.kind == "session.starting"]
+    assert starting.binding == "a2a"
+    # the played-back agent's card named a 127.0.0.1 port of the run, now closed
+    (card,) = [e.event for e in replayed if e.kind == "frame.in" and e.event.signal == "card"]
+    url = card.frame["card_url"]
+    assert url.startswith("http://127.0.0.1:") and not url.startswith("http://127.0.0.1:1/")
+    port = int(url.split(":")[2].split("/")[0])
+    import socket
+
+    with socket.socket() as probe:  # torn down with the run: nothing listens there now
+        assert probe.connect_ex(("127.0.0.1", port)) != 0
+    assert_clean(cap("run", "--agent", "replay:o.caplog#sess_nope", *task, cwd=tmp_path), 2,
+                 "no session 'sess_nope'")
 
 
 def test_serve_a2a_failure_paths(tmp_path: Path) -> None:
