@@ -10,7 +10,6 @@ writer nothing (no per-subscriber queue to fill).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 
 import trio
@@ -19,6 +18,10 @@ from trio_cap.events.clock import Clock, SystemClock
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import Event
 from trio_cap.events.log.errors import LogWriteError  # noqa: F401 - re-exported
+from trio_cap.events.log.stream_index import StreamIndex
+
+READ_WINDOW = 4096
+"""Seqs :meth:`EventLog.read_async` reads between two checkpoints."""
 
 
 class LogClosed(Exception):
@@ -32,11 +35,12 @@ class EventLog(ABC):
         self._visible_seq = 0
         self._changed = trio.Event()
         self._closed = False
-        self._stream_seqs: dict[str, list[int]] = {}
-        """Per stream, the seqs appended through this object, ascending: reading one
-        session costs what that session has, not what the whole log has."""
+        self._streams = StreamIndex()
+        """Per stream, its seqs from :attr:`_indexed_from` on: reading one session costs
+        what that session has, not what the whole log has."""
         self._indexed_from = 1
-        """The first seq the index covers (a reopened file log indexes only new appends)."""
+        """The first seq the index covers (a log opened read-only indexes only what it
+        reads from then on; a writable file log indexes the whole file when it opens)."""
 
     # ---- writing -------------------------------------------------------
     @property
@@ -61,11 +65,7 @@ class EventLog(ABC):
         if envs:
             self._accept(envs)
             self._next_seq = seq + len(envs)
-            seqs = self._stream_seqs.get(stream)
-            if seqs is None:
-                self._stream_seqs[stream] = list(range(seq, seq + len(envs)))
-            else:
-                seqs.extend(range(seq, seq + len(envs)))
+            self._streams.add(stream, seq, seq + len(envs) - 1)
         return envs
 
     async def append(
@@ -114,10 +114,7 @@ class EventLog(ABC):
 
         ``limit`` bounds how many seqs are scanned, not how many match ``stream``.
         """
-        start = max(from_seq, 1)
-        end = self._visible_seq if until is None else min(until, self._visible_seq)
-        if limit is not None:
-            end = min(end, start + limit - 1)
+        start, end = self._bounds(from_seq, until, limit)
         if start > end:
             return []
         if stream is not None and start >= self._indexed_from:
@@ -127,26 +124,56 @@ class EventLog(ABC):
             envs = [e for e in envs if e.stream == stream]
         return envs
 
-    def _read_stream(self, stream: str, start: int, end: int) -> list[Envelope]:
-        """One stream's events through the index: each run of consecutive seqs is one
-        range read (one appended batch is one stream, so a run is whole records)."""
+    def _bounds(self, from_seq: int, until: int | None, limit: int | None) -> tuple[int, int]:
+        start = max(from_seq, 1)
+        end = self._visible_seq if until is None else min(until, self._visible_seq)
+        if limit is not None:
+            end = min(end, start + limit - 1)
+        return start, end
+
+    async def read_async(
+        self,
+        from_seq: int = 1,
+        stream: str | None = None,
+        *,
+        until: int | None = None,
+        limit: int | None = None,
+    ) -> list[Envelope]:
+        """:meth:`read` for code in the event loop: what a backend holds off this process
+        (PostgreSQL) is read in a worker thread, one stream through its index, and a long
+        range a window at a time with a checkpoint between, so reading the whole log never
+        holds the loop for all of it."""
+        start, end = self._bounds(from_seq, until, limit)
         out: list[Envelope] = []
-        for lo, hi in self._stream_runs(stream, start, end):
-            out.extend(self._read_range(lo, hi))
+        if stream is not None and start <= end and (
+                start >= self._indexed_from or self._reads_old_streams):
+            if start < self._indexed_from:
+                out = await self._read_old_stream_async(
+                    stream, start, min(end, self._indexed_from - 1))
+                start = self._indexed_from
+            if start <= end:
+                out.extend(await self._read_stream_async(stream, start, end))
+            await trio.lowlevel.checkpoint()
+            return out
+        seq = start
+        while seq <= end:
+            last = min(end, seq + READ_WINDOW - 1)
+            envs = await self._read_range_async(seq, last)
+            out.extend(envs if stream is None else [e for e in envs if e.stream == stream])
+            seq = last + 1
+            await trio.lowlevel.checkpoint()
+        if start > end:
+            await trio.lowlevel.checkpoint()
         return out
 
-    def _stream_runs(self, stream: str, start: int, end: int) -> list[tuple[int, int]]:
-        seqs = self._stream_seqs.get(stream, [])
-        lo, hi = bisect_left(seqs, start), bisect_right(seqs, end)
-        runs: list[tuple[int, int]] = []
-        i = lo
-        while i < hi:
-            j = i
-            while j + 1 < hi and seqs[j + 1] == seqs[j] + 1:
-                j += 1
-            runs.append((seqs[i], seqs[j]))
-            i = j + 1
-        return runs
+    def _read_stream(self, stream: str, start: int, end: int) -> list[Envelope]:
+        """One stream's events through the index: each run of consecutive seqs is one
+        range read (one appended batch is one stream, so a run is whole records, but in a
+        file ``cap log copy`` or ``repair`` wrote, whose records may mix streams)."""
+        out: list[Envelope] = []
+        for lo, hi in self._streams.runs(stream, start, end):
+            out.extend(self._read_range(lo, hi))
+        return out
 
     async def _read_range_async(self, from_seq: int, to_seq: int) -> list[Envelope]:
         """:meth:`_read_range` for a subscriber in the event loop: a backend whose older
@@ -163,7 +190,7 @@ class EventLog(ABC):
 
     async def _read_stream_async(self, stream: str, start: int, end: int) -> list[Envelope]:
         out: list[Envelope] = []
-        for lo, hi in self._stream_runs(stream, start, end):
+        for lo, hi in self._streams.runs(stream, start, end):
             out.extend(await self._read_range_async(lo, hi))
         return out
 

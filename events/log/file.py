@@ -11,9 +11,13 @@ Durability policies (``fsync``):
 * ``never`` — like ``batch`` without fsync (the OS decides).
 
 Opening scans the file incrementally (:mod:`.scan`; never the whole file in
-memory).  A writer cuts only a *provably* torn final append — reported as
-``recovered`` and recorded as a ``log.recovered`` event; any other damage
-raises :class:`LogCorrupted` and the file is left untouched.  A read-only
+memory).  A writable open also indexes every record by stream as it scans
+(:mod:`.stream_index`), so the sessions of a reopened log read their own events
+without scanning everyone else's; a read-only open (``cap log show``, ``cap
+replay``: whole-log readers) skips that cost.  A writer cuts only a *provably*
+torn final append — reported as ``recovered`` and recorded as a
+``log.recovered`` event; any other damage raises :class:`LogCorrupted` and
+the file is left untouched.  A read-only
 open never cuts: it steps over damage, reports every span in ``damage``, and
 reads show ``log.lost`` placeholders for seqs the damage destroyed.
 
@@ -51,6 +55,7 @@ from trio_cap.events.log.records import (
     lost_envelopes,
 )
 from trio_cap.events.log.scan import END, NEED_DATA, Damage, Finding, Record, Scanner, SeqGap
+from trio_cap.events.log.stream_index import index_payload
 
 FsyncPolicy = Literal["always", "batch", "never"]
 FSYNC_POLICIES: tuple[str, ...] = ("always", "batch", "never")
@@ -186,14 +191,17 @@ class FileEventLog(EventLog):
                 f"{self.path} is not a trio-cap event log (bad magic header){hint}")
         torn: Damage | None = None
         offsets, lengths, firsts = self._offsets.append, self._lengths.append, self._firsts.append
-        for found in scan_file(fd, size, Scanner()):
+        streams = None if self.readonly else self._streams  # a writer's sessions read their own
+        for found in scan_file(fd, size, Scanner(keep_payload=streams is not None)):
             if type(found) is Record:
-                offset, length, first, count, _ = found
+                offset, length, first, count, payload = found
                 offsets(offset)
                 lengths(length)
                 firsts(first)
                 self._end = offset + HEADER_SIZE + length
                 self._visible_seq = first + count - 1
+                if streams is not None:
+                    index_payload(streams, payload, first, count)
             elif isinstance(found, SeqGap):
                 self.damage.append(found)
                 self._index(_HOLE, 0, found.from_seq)
@@ -205,7 +213,8 @@ class FileEventLog(EventLog):
         if self._end < len(MAGIC):
             self._end = len(MAGIC)
         self._next_seq = self._recent_base = self._visible_seq + 1
-        self._indexed_from = self._next_seq  # older events: read by scanning
+        if self.readonly:
+            self._indexed_from = self._next_seq  # older events: one stream read by scanning
         if self.damage and not self.readonly:
             self._refuse(self.damage)
         if torn is not None:

@@ -320,17 +320,13 @@ class PostgresEventLog(EventLog):
                 nxt += 1
             if not run:
                 return
-        index = self._stream_seqs
+        index = self._streams
         stream = run[0].stream
         if run[-1].stream == stream and all(env.stream == stream for env in run):
-            index.setdefault(stream, []).extend(range(run[0].seq, nxt))  # one batch, one stream
+            index.add(stream, run[0].seq, nxt - 1)  # one batch, one stream
         else:
             for env in run:
-                seqs = index.get(env.stream)
-                if seqs is None:
-                    index[env.stream] = [env.seq]
-                else:
-                    seqs.append(env.seq)
+                index.add(env.stream, env.seq, env.seq)
         self._recent.extend(run)
         if len(self._recent) > 2 * _RECENT_KEEP:
             drop = len(self._recent) - _RECENT_KEEP

@@ -128,3 +128,90 @@ async def test_a_file_log_stream_read_decodes_only_that_streams_records(tmp_path
     assert [e.seq for e in got] == [1, 2, 3, 301, 302, 303, 601, 602, 603]
     assert sum(end - start + 1 for start, end in ranges) == 9
     await log.aclose()
+
+
+def _count_file_reads(log) -> list[tuple[int, int]]:
+    ranges: list[tuple[int, int]] = []
+    inner = log._iter_file
+
+    def counting(start: int, end: int):
+        ranges.append((start, end))
+        return inner(start, end)
+
+    log._iter_file = counting  # type: ignore[method-assign]
+    return ranges
+
+
+async def test_a_reopened_file_log_reads_one_stream_from_its_own_records_only(tmp_path):
+    """The open-time scan of a writable log indexes every record by stream: after a
+    reopen, one session's read decodes its records, not every later one of every stream."""
+    path = tmp_path / "x.caplog"
+    log = FileEventLog(path, fsync="never")
+    for n in range(300):
+        stream = "mine" if n % 100 == 0 else f"other{n}"
+        await log.append([TextChunk(message_id="m", text="x")] * 3, stream=stream)
+    await log.aclose()
+    again = await FileEventLog.open(path, fsync="never")  # the scan runs in a worker thread
+    ranges = _count_file_reads(again)
+    want = [1, 2, 3, 301, 302, 303, 601, 602, 603]
+    assert [e.seq for e in again.read(1, "mine")] == want
+    assert [e.seq for e in await again.read_async(1, "mine")] == want
+    assert [e.seq for e in again.read(302, "mine", until=601)] == [302, 303, 601]
+    assert sum(end - start + 1 for start, end in ranges) == 9 + 9 + 3  # not the 900 in the log
+    assert again.read(1, "nobody") == []
+    await again.append([TextChunk(message_id="m", text="new")], stream="mine")
+    assert [e.seq for e in again.read(600, "mine")] == [601, 602, 603, 901]
+    await again.aclose()
+
+
+async def test_a_read_only_open_does_not_index_and_still_reads_one_stream_right(tmp_path):
+    path = tmp_path / "x.caplog"
+    async with FileEventLog(path, fsync="never") as log:
+        await _fill(log, [("a", 2), ("b", 3), ("a", 1)])
+    reader = FileEventLog(path, readonly=True)
+    try:
+        assert "a" not in reader._streams  # whole-log readers skip the index's cost
+        assert [e.seq for e in reader.read(1, "a")] == [1, 2, 6]
+    finally:
+        reader.close()
+
+
+@settings(max_examples=25, deadline=None)
+@given(plan=st.lists(st.sampled_from(STREAMS), min_size=1, max_size=40))
+def test_a_copied_log_whose_records_mix_streams_is_indexed_per_event(tmp_path_factory, plan):
+    """``cap log copy`` writes windows of events whatever their stream, so one record may
+    hold several streams: reopened for writing, each stream still reads as a scan does."""
+    from trio_cap.events.log.copy import copy_to_file
+
+    out = tmp_path_factory.mktemp("copy") / "copy.caplog"
+
+    async def main():
+        source = MemoryEventLog()
+        for n, stream in enumerate(plan):  # one event per append: streams interleave
+            await source.append([TextChunk(message_id="m", text=str(n))], stream=stream)
+        copy_to_file(source, "memory", out)
+        log = FileEventLog(out, fsync="never")
+        assert len(log._firsts) == 1  # one record holds every stream
+        _check(log, plan)
+        await log.aclose()
+
+    trio.run(main)
+
+
+async def test_a_record_whose_envelopes_do_not_decode_is_indexed_as_a_read_shows_it(tmp_path):
+    """An envelope this build cannot read (here: its time is a string, its stream a
+    number) reads as log.undecodable on stream "": the index puts it there too."""
+    import msgspec
+
+    from trio_cap.events.log.records import MAGIC, frame
+
+    bad = msgspec.msgpack.encode([[1, "noon", 7, None, {"kind": "text.chunk"}]])
+    good = msgspec.msgpack.encode([[2, 0.0, "a", None, {"kind": "text.chunk",
+                                                         "message_id": "m", "text": "x"}]])
+    path = tmp_path / "x.caplog"
+    path.write_bytes(MAGIC + frame(1, 1, bad) + frame(2, 1, good))
+    log = FileEventLog(path, fsync="never")
+    assert [(e.seq, e.kind) for e in log.read(1, "")] == [(1, "log.undecodable")]
+    assert [e.seq for e in log.read(1, "a")] == [2]
+    assert log.read(1, "7") == []
+    await log.aclose()
