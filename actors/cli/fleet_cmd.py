@@ -28,9 +28,9 @@ On a terminal: a live view, one row per session (state: working, needs input (wi
 what), idle, rate-limited until T, done, failed; binding; current plan step; tokens;
 cost), the budget bar, files two sessions both changed (the moment it happens), the
 latest events, and a person at the keyboard: what a session's policy leaves to a person
-(permissions = "ask", high risk, an ask the auto-answerer passes on) waits for a key —
-y allow once, a allow always, n deny; an ask: a choice's number, r to type an answer, d
-to decline — and i interrupts a session with a typed correction.  Each answer and
+(permissions = "ask", high risk, an ask the auto-answerer does not answer) waits for a
+key — y allow once, a allow always, n deny; an ask: a choice's number, r to type an
+answer, d to decline — and i interrupts a session with a typed correction.  Each answer and
 correction is an event in the log.  With --headless, or when stdout is not a terminal:
 one plain line per event, and nobody is asked (those requests are refused, those asks
 declined); without a terminal on stdin the view is shown but nobody is asked either.
