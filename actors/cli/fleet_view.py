@@ -56,7 +56,10 @@ def question(state: State, member: str, session_id: str,
         return None
     choices = tuple(c.get("const") for c in (ask.form or {}).get("oneOf", [])
                     if isinstance(c, dict))
-    return Question(member, session_id, "ask", ev.ref, ask.prompt, choices)
+    why = (ev.meta or {}).get("cap.auto_answer")
+    passed = f" (the auto-answerer passed it on: {why.get('reason')})" \
+        if isinstance(why, dict) else ""
+    return Question(member, session_id, "ask", ev.ref, ask.prompt + passed, choices)
 
 
 def current_step(state: State, view: FleetView, member: str, session_id: str) -> str:

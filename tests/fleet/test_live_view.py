@@ -164,6 +164,22 @@ async def test_each_members_row_and_its_questions_answered_from_the_keyboard(tmp
     assert (answered.event.value, answered.event.by) == ("blue", "human")
 
 
+async def test_an_ask_the_auto_answerer_passes_on_is_answered_from_the_keyboard(tmp_path):
+    where = copy_examples(tmp_path)
+    term = await run_on_terminal(where, "research.toml", "--log", "run.caplog")
+    try:
+        await term.expect("asker asks: What is the capital of France? (the auto-answerer "
+                          "passed it on: no passage shares a word with the question)")
+        await term.type("rParis\n")
+        await term.expect("fleet research: completed")
+        assert await term.exit_code() == 0
+    finally:
+        term.close()
+    log = FileEventLog(where / "run.caplog", readonly=True)
+    answers = [(e.event.value, e.event.by) for e in events(log, "ask.answered")]
+    assert answers == [("postgresql", "policy:auto_answer"), ("Paris", "human")]
+
+
 WRITER = """\
 [[turn]]
 steps = [ { say = "Draft: the first half" },
