@@ -113,10 +113,24 @@ def fold_nodes(view: NodesView, envelopes: Iterable[Envelope]) -> NodesView:
 
 
 def read_nodes(log: EventLog, view: NodesView | None = None, window: int = 4096) -> NodesView:
+    """The view from the log (a reader without an event loop: :func:`read_nodes_async`
+    is the one for async code)."""
     view = view or NodesView()
     seq = view.last_seq + 1
     while seq <= log.last_seq:
         fold_nodes(view, log.read(seq, until=min(log.last_seq, seq + window - 1)))
+        seq += window
+    return view
+
+
+async def read_nodes_async(log: EventLog, view: NodesView | None = None,
+                           window: int = 4096) -> NodesView:
+    """The view from the log, a window at a time through :meth:`EventLog.read_async` (a
+    database's rows in a worker thread): a takeover never holds the loop for the whole log."""
+    view = view or NodesView()
+    seq = view.last_seq + 1
+    while seq <= log.last_seq:
+        fold_nodes(view, await log.read_async(seq, until=min(log.last_seq, seq + window - 1)))
         seq += window
     return view
 
@@ -152,7 +166,7 @@ async def take_over(log: EventLog, node: str, *, clock: Clock | None = None,
     exclusive = getattr(log, "exclusive", None)
     done: list[Takeover] = []
     async with (exclusive("takeover") if exclusive else nullcontext()):
-        view = read_nodes(log)  # synchronous, as every log read is
+        view = await read_nodes_async(log)
         now = await lease_now(log, clock)
         fence = getattr(log, "fence", None)
         for lost, until in view.lapsed(now, exclude=node):

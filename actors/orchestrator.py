@@ -181,13 +181,12 @@ class Session:
             return self.orch.state
         raise self._ended(what)
 
-    def _refused(self, view: SessionView, seq: int) -> bool:
+    async def _refused(self, seq: int, since: int) -> bool:
         """Input held before the agent was ready can be refused later (the budget gate, at
-        ready): the turn it was given then never runs."""
-        if not (view.last_error or "").startswith("cap_budget_exceeded: turn refused"):
-            return False
+        ready): the turn it was given then never runs.  Looks at this session's events from
+        ``since`` on (the ones not looked at yet), read off the loop's hot path."""
         return any(type(env.event) is CapError and (env.event.details or {}).get(
-            "input_seq") == seq for env in self.orch.log.read(seq, self.id))
+            "input_seq") == seq for env in await self.orch.log.read_async(since, self.id))
 
     async def inject(self, text: str, *, source: str = "owner") -> Accepted:
         """Accept input; it is sent when the session is ready and no turn runs."""
@@ -246,13 +245,25 @@ class Session:
         accepted = await self.inject(text)
         if accepted.turn is not None:
             turn = accepted.turn
-            await self._until(
-                lambda s: (v := s.sessions.sessions[self.id]).ended_turn >= turn
-                or v.status in TERMINAL_STATUSES or self._refused(v, accepted.seq),
-                f"turn {turn} never ended",
-            )
+            looked = accepted.seq  # this session's events up to here refuse nothing after it
+
+            def over(v: SessionView) -> bool:
+                return v.ended_turn >= turn or v.status in TERMINAL_STATUSES
+
+            while True:  # a budget refusal is told by an event, read outside the predicate
+                state = await self._until(
+                    lambda s, looked=looked: over(v := s.sessions.sessions[self.id]) or (
+                        s.last_seq > looked and (v.last_error or "").startswith(
+                            "cap_budget_exceeded: turn refused")),
+                    f"turn {turn} never ended",
+                )
+                seen = state.last_seq
+                if over(state.sessions.sessions[self.id]) or await self._refused(
+                        accepted.seq, looked + 1):
+                    break
+                looked = seen
         # everything the turn did names its input as the cause
-        caused = [env.event for env in self.orch.log.read(accepted.seq, self.id)
+        caused = [env.event for env in await self.orch.log.read_async(accepted.seq, self.id)
                   if env.cause == accepted.seq]
         text_out = "".join(
             ev.text for ev in caused if type(ev) is TextChunk and ev.channel == "assistant"

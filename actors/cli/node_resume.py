@@ -58,7 +58,7 @@ class NodeResumer:
 
     async def judge(self, session_id: str) -> str | None:
         try:
-            point = find_resume_point(self.log.read(), {}, session_id)
+            point = find_resume_point(await self.log.read_async(), {}, session_id)
         except CannotResume as exc:
             return str(exc)
         if point.session_id is None:

@@ -96,6 +96,39 @@ async def test_take_over_resumes_what_the_judge_accepts_and_ends_the_rest_saying
                                          "at a terminal")
 
 
+async def test_a_takeover_reads_the_log_in_windows_through_read_async_never_read():
+    """A takeover runs in the node's event loop: the view of the nodes and each judged
+    session come from ``read_async`` (a window at a time, a database's rows in a worker
+    thread), never from a synchronous ``read`` holding the loop for the whole log."""
+    from trio_cap.actors.cli.node_resume import NodeResumer
+    from trio_cap.actors.nodes import read_nodes_async
+
+    clock = ManualClock()
+    log = MemoryEventLog(clock)
+    await _lapsed_node(log, clock, "dead", ["s1"])
+    for n in range(10):
+        await log.append([NodeHeartbeat(node=f"other{n}", lease_until=clock.now() + 60)],
+                         stream=f"node:other{n}")
+    clock.t += 6
+    reads: list[tuple[int, int | None]] = []
+    inner = log.read_async
+
+    async def counting(from_seq=1, stream=None, **kw):
+        reads.append((from_seq, kw.get("until")))
+        return await inner(from_seq, stream, **kw)
+
+    def refuse(*args, **kw):
+        raise AssertionError("a synchronous read of the log inside the event loop")
+
+    log.read_async = counting  # type: ignore[method-assign]
+    log.read = refuse  # type: ignore[method-assign]
+    view = await read_nodes_async(log, window=4)
+    assert reads == [(1, 4), (5, 8), (9, 12)] and view.last_seq == 12
+    resumer = NodeResumer(log, "memory")
+    [done] = await take_over(log, "rescuer", clock=clock, resumable=resumer.judge)
+    assert done.sessions == ("s1",) and "not started by cap run" in done.failed["s1"]
+
+
 async def test_a_node_refuses_to_resume_a_session_no_cap_run_started(tmp_path):
     from trio_cap.actors.cli.node_resume import NodeResumer
 

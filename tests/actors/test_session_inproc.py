@@ -254,3 +254,25 @@ async def test_input_mid_turn_reaches_an_agent_that_queues_it_at_once(tmp_path, 
     injects = [i for i, k in enumerate(kinds) if k == "cap.user_input.inject"]
     assert injects[1] < kinds.index("session.turn_ended")  # went out while turn 1 ran
     assert kinds.count("session.turn_ended") == 2 and kinds.count("session.idle") == 1
+
+
+async def test_input_held_before_ready_and_refused_there_by_the_budget_ends_its_wait(tmp_path):
+    """The budget gate refuses input queued before the agent was ready when it gets
+    ready: run_turn sees the refusal (an event naming its input) and returns, reading the
+    log only through read_async (a synchronous read would hold the event loop)."""
+    async with orchestrator() as orch:
+        session = await orch.start_session(cwd=tmp_path, permissions="allow", budget_usd=0.0)
+
+        def refuse(*args, **kw):
+            raise AssertionError("a synchronous read of the log inside the event loop")
+
+        orch.log.read = refuse  # type: ignore[method-assign]
+        with trio.fail_after(10):
+            result = await session.run_turn("go")
+        del orch.log.read
+        assert result.turn == 1 and result.stop_reason is None  # given a turn, never run
+        [refusal] = of_kind(orch.log, "cap.error")
+        assert refusal.event.code == "cap_budget_exceeded"
+        assert refusal.event.details == {"input_seq": result.input_seq}
+        assert orch.state.sessions.sessions[session.id].ended_turn == 0
+        await session.close()
