@@ -14,13 +14,13 @@ session, never from the fleet a second time.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import trio
 
 from trio_cap.actors.fleet import worktrees
 from trio_cap.actors.fleet.answer_shell import open_answerer
-from trio_cap.actors.fleet.model import Fleet
+from trio_cap.actors.fleet.model import Fleet, Member
 from trio_cap.actors.fleet.resume import FleetPoint, MemberLog, actions, wakes
 from trio_cap.actors.fleet.runner import (
     CLOSE_GRACE,
@@ -28,6 +28,7 @@ from trio_cap.actors.fleet.runner import (
     FleetSetupError,
     _Shell,
 )
+from trio_cap.actors.orchestrator import Session
 from trio_cap.actors.replay.resume import (
     RESUME_CAPABILITY,
     CannotResume,
@@ -38,6 +39,7 @@ from trio_cap.actors.replay.resume import (
     transcript_context,
 )
 from trio_cap.actors.session.machine import SessionMachine
+from trio_cap.actors.session.policy import Answerer
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import Artifact, InputInjected, RunStarted, SessionStarting
 
@@ -47,8 +49,9 @@ async def resume_fleet(orch, fleet: Fleet, point: FleetPoint, *,  # type: ignore
     """Go on with the fleet run ``point`` describes until it ends (as :func:`run_fleet`)."""
     dirs = _workdirs(fleet, point)
     shell = _ResumeShell(orch, fleet, on_event, False, point.started.run)
+    starts = await shell.judge(point)  # nothing written yet: a refusal leaves it resumable
     try:
-        return await shell.resume(point, dirs)
+        return await shell.resume(point, dirs, starts)
     except BaseException:
         with trio.CancelScope(shield=True) as scope:
             scope.deadline = trio.current_time() + CLOSE_GRACE
@@ -75,8 +78,12 @@ def _workdirs(fleet: Fleet, point: FleetPoint) -> dict[str, worktrees.Workdir]:
 
 
 class _ResumeShell(_Shell):
-    async def resume(self, point: FleetPoint, dirs: dict[str, worktrees.Workdir]) -> FleetOutcome:
+    answerer: Answerer | None = None
+
+    async def resume(self, point: FleetPoint, dirs: dict[str, worktrees.Workdir],
+                     starts: list[Callable[[], Awaitable[Session]]]) -> FleetOutcome:
         assert point.machine is not None
+        self.machine = point.machine
         self.workdirs = dirs
         self.diffed = set(point.diffed)
         first = self.orch.log.last_seq + 1
@@ -85,8 +92,10 @@ class _ResumeShell(_Shell):
                 nursery.start_soon(self._print, first)
             await self.emit(point.resumed_event())
             follow_from = self.orch.log.last_seq + 1
-            await self._pick_up(point)
-            self.machine = point.machine
+            await self._open_answerer(bool(starts))
+            for member, start in zip([m.member for m in point.live_sessions], starts,
+                                     strict=True):
+                self.sessions[member] = await start()
             for output in [*actions(point), *wakes(point, self.orch.clock.now())]:
                 self.send.send_nowait(output)
             nursery.start_soon(self._follow, follow_from)
@@ -98,27 +107,22 @@ class _ResumeShell(_Shell):
         assert self.outcome is not None
         return self.outcome
 
-    async def _pick_up(self, point: FleetPoint) -> None:
-        """Every member session that had not ended, picked up (see the module docstring)."""
+    async def judge(self, point: FleetPoint) -> list[Callable[[], Awaitable[Session]]]:
+        """Every member session that had not ended, judged before anything is written (a
+        log that does not replay is refused with the fleet still resumable); the answer
+        starts them (see the module docstring)."""
         fleet = self.fleet
-        live = point.live_sessions
-        answerer = None
-        if live and fleet.auto_answer is not None:
-            try:
-                answerer = await open_answerer(fleet, self.emit)
-            except OSError as exc:
-                raise FleetSetupError(f"auto_answer archive {exc.filename or ''} cannot be "
-                                      f"read: {exc.strerror}") from None
-        for log in live:
+        starts = []
+        for log in point.live_sessions:
             member = fleet.member(log.member)
             try:
-                self.sessions[log.member] = await self._session(
-                    member, log, point.after_seq,
-                    answerer if fleet.answers(member) else None)
+                starts.append(await self._judge(member, log, point.after_seq))
             except CannotResume as exc:
                 raise FleetSetupError(f"session {log.session_id}: {exc}") from None
+        return starts
 
-    async def _session(self, member, log: MemberLog, after_seq: int, answerer):  # type: ignore[no-untyped-def]
+    async def _judge(self, member: Member, log: MemberLog,
+                     after_seq: int) -> Callable[[], Awaitable[Session]]:
         fleet = self.fleet
         at = ResumePoint(run=RunStarted(agent=member.agent, tasks=(), cwd=log.cwd,
                                         binding=member.binding, model=member.model,
@@ -127,20 +131,21 @@ class _ResumeShell(_Shell):
                          after_seq=after_seq)
         machine = rebuild(at)
         resolved = await self.orch.resolve(member.agent)
-        binding = next((e.event.binding for e in reversed(log.recorded)
+        binding = next((e.event.binding for e in reversed(log.recorded)  # type: ignore[attr-defined]
                         if type(e.event) is SessionStarting), None)
         agent_session = at.agent_session_id
         if resolved.manifest.extensions.get(RESUME_CAPABILITY) and binding == "stream-json" \
                 and agent_session:
-            how, why, resume_id = "resumed", f"the agent continues its session {agent_session}", \
-                agent_session
+            how, why, resume_id = ("resumed", f"the agent continues its session "
+                                   f"{agent_session}", agent_session)
             prompt = member.role
         else:
             how, resume_id = "restarted", None
             why = "a new agent with the transcript so far"
             prompt = transcript_context(at, member.role)
         event = resumed_event(at, machine, how, why)
-        texts = {e.seq: e.event.text for e in log.recorded if type(e.event) is InputInjected}
+        texts = {e.seq: e.event.text for e in log.recorded  # type: ignore[attr-defined]
+                 if type(e.event) is InputInjected}
 
         def restore(fresh: SessionMachine) -> SessionMachine:
             machine.resumed = event
@@ -149,16 +154,28 @@ class _ResumeShell(_Shell):
             reconcile(machine, event, texts, fresh.config)
             return machine
 
-        allow_tools, deny_tools = fleet.tools(member)
-        return await self.orch.start_session(
-            member.agent, member.binding, cwd=log.cwd, model=member.model, script=member.script,
-            permissions=member.permissions or fleet.permissions,
-            allow_high_risk=(fleet.allow_high_risk if member.allow_high_risk is None
-                             else member.allow_high_risk),
-            human=self.human, budget_usd=member.budget_usd, system_prompt=prompt,
-            session_id=log.session_id, session_resume_id=resume_id, permissions_chosen=True,
-            allow_tools=allow_tools, deny_tools=deny_tools, answerer=answerer,
-            restore=restore)
+        async def start() -> Session:
+            allow_tools, deny_tools = fleet.tools(member)
+            return await self.orch.start_session(
+                member.agent, member.binding, cwd=log.cwd, model=member.model,
+                script=member.script, permissions=member.permissions or fleet.permissions,
+                allow_high_risk=(fleet.allow_high_risk if member.allow_high_risk is None
+                                 else member.allow_high_risk),
+                human=self.human, budget_usd=member.budget_usd, system_prompt=prompt,
+                session_id=log.session_id, session_resume_id=resume_id,
+                permissions_chosen=True, allow_tools=allow_tools, deny_tools=deny_tools,
+                answerer=self.answerer if fleet.answers(member) else None, restore=restore)
+
+        return start
+
+    async def _open_answerer(self, wanted: bool) -> None:
+        if not wanted or self.fleet.auto_answer is None:
+            return
+        try:
+            self.answerer = await open_answerer(self.fleet, self.emit)
+        except OSError as exc:
+            raise FleetSetupError(f"auto_answer archive {exc.filename or ''} cannot be "
+                                  f"read: {exc.strerror}") from None
 
     async def emit(self, event, cause: int | None = None) -> int:  # type: ignore[no-untyped-def]
         """As the run's, except a member's final diff already attached before the crash is
