@@ -184,9 +184,17 @@ def _how(plan: Plan_, point: ResumePoint, machine: SessionMachine) -> _How:
                     "session/load); should the load fail, a new session gets the transcript "
                     "so far", agent_session,
                     transcript_context(point, machine.config.system_prompt))
+    if binding == "a2a":
+        from trio_cap.actors.replay.resume_a2a import a2a_resume
+
+        found = a2a_resume(point)
+        if found is not None:  # the remote agent outlived the run: its context goes on
+            return _How("resumed", found[1], found[0], machine.config.system_prompt)
     if binding == "acp":
         why = ("its ACP agent did not declare loadSession" if agent_session
                else "it never reported a session id to resume")
+    elif binding == "a2a":
+        why = "the remote agent never gave it a context to continue"
     else:
         why = ("its manifest does not declare capabilities.x-session-resume" if not can
                else "it never reported a session id to resume")

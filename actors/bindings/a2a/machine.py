@@ -92,6 +92,9 @@ H4    ``cap.cancel`` while a turn is open          ``tasks/cancel`` / ``CancelTa
                                                    until the task id is known)
 H5    an inject while a turn is open, an answer    ``cap.error`` invalid_state /
       to nothing                                   unknown_ask; nothing is sent
+H6    the first inject of a resumed session       ``tasks/resubscribe`` / ``SubscribeToTask``
+      whose recorded task was active               on it (the input is not sent again; the
+      (``machine_resume.py``)                      snapshot gives what was not taken)
 ====  ==========================================  =========================================
 
 Exchange states: a request id is *live* from its :class:`Post` until its
@@ -139,6 +142,7 @@ from trio_cap.actors.bindings.a2a.machine_parts import (
     part_view,
     raw,
 )
+from trio_cap.actors.bindings.a2a.machine_resume import ResumeRules
 from trio_cap.actors.bindings.base import AGENT_RISK, Output, TurnEnded
 from trio_cap.actors.bindings.jsonrpc import JsonRpc
 from trio_cap.events.kinds import (
@@ -165,7 +169,7 @@ _STOP = {"completed": "end_turn", "canceled": "cancelled", "failed": "error",
          "rejected": "error"}
 
 
-class A2aDriver(HotPath, ArtifactRules, FailureRules):
+class A2aDriver(HotPath, ArtifactRules, FailureRules, ResumeRules):
     """One CAP session over one A2A context; see the module rules."""
 
     def __init__(self, choice: Choice, *, new_id: Callable[[], str],
@@ -203,6 +207,7 @@ class A2aDriver(HotPath, ArtifactRules, FailureRules):
         """The agent-message text this turn streamed (to spot an artifact repeating it)."""
         self.sent_messages = 0
         self.closed = False
+        self.reattach = False
 
     # ---- orchestrator → agent --------------------------------------------------------------
 
@@ -218,12 +223,16 @@ class A2aDriver(HotPath, ArtifactRules, FailureRules):
         kind = type(frame)
         if kind is SessionConfig:
             self.config = frame  # type: ignore[assignment]
+            self._resume_from(frame)  # type: ignore[arg-type]
             return [CapSessionReady()]
         if kind is UserInputInject:
             if self.turn_open:
                 return [CapError(code="invalid_state", message="an A2A turn is still running; "
                                  "input is sent when it ends")]
             self._begin_turn()
+            if self.reattach:  # H6: the re-run input is the recorded task's, still running
+                self.reattach = False
+                return [self._task_request(RESUBSCRIBE)]
             task = self.task_id if self.state in ("input-required", "auth-required") else None
             if task is None:  # a new task in the same context: its id comes with its events
                 self.task_id = self.state = None
