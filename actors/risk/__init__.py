@@ -34,6 +34,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from trio_cap.actors.risk.paths import Workspace
 from trio_cap.actors.risk.shell import High, Judge, rate_command
 from trio_cap.events.kinds import RiskLevel
@@ -72,9 +74,37 @@ def max_risk(a: RiskLevel, b: RiskLevel) -> RiskLevel:
     return a if RISK_ORDER[a] >= RISK_ORDER[b] else b
 
 
+_RATED: dict[tuple[Any, ...], Rating] = {}
+_RATED_MAX = 4096
+_key_of = msgspec.msgpack.Encoder().encode
+
+
 def rate(tool: str, intent: Mapping[str, Any], scope: str | None = None,
          cwd: str | None = None, *, outside: Collection[str] = ()) -> Rating:
-    """Rate a request.  ``outside``: workspace paths the session found resolve outside it."""
+    """Rate a request.  ``outside``: workspace paths the session found resolve outside it.
+
+    The rating is pure, so a request seen before is answered from a small memo: the
+    same commands and files come up again and again (``ls``, ``git status``, one
+    file written turn after turn), and rating a shell command parses it
+    (tree-sitter) — most of a replay check's time in the session machine.  The key is
+    the intent's encoding, so only an identical request (same keys in the same
+    order, same types) hits.
+    """
+    try:
+        key = (tool, _key_of(intent), scope, cwd, tuple(outside))
+        rating = _RATED.get(key)
+    except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
+        return _rate_outside(tool, intent, scope, cwd, outside)  # not plain data: no memo
+    if rating is None:
+        rating = _rate_outside(tool, intent, scope, cwd, outside)
+        if len(_RATED) >= _RATED_MAX:
+            del _RATED[next(iter(_RATED))]  # the oldest
+        _RATED[key] = rating
+    return rating
+
+
+def _rate_outside(tool: str, intent: Mapping[str, Any], scope: str | None,
+                  cwd: str | None, outside: Collection[str]) -> Rating:
     workspace = Workspace(cwd)
     rating = _rate(tool, intent, scope, workspace)
     if rating.level != "high":
