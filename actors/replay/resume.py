@@ -11,7 +11,12 @@ Reconciling with reality (:func:`reconcile`): the agent process is gone
 had in flight are lost; their inputs go back to the front of the queue with
 their original seqs (the re-run names the same ``input.injected`` as its
 cause) and their numbers are reused; requests and asks the dead agent
-waited on died with it (the re-run turn asks again).  Money spent, the raw
+waited on died with it (the re-run turn asks again), while an ask already
+answered in a cut turn (by a person or the auto-answerer) is answered the same
+way, from the log, when the re-run turn asks the same question
+(``ask.answered`` by ``policy:resume``) — whether the agent was resumed (its own
+conversation may already hold the answer; then it does not ask) or restarted
+(it asks again): whoever answered is never asked twice.  Money spent, the raw
 output budget and turns done carry over.  Whether the new agent *resumes*
 its own conversation (Claude Code's ``--resume``, when the manifest declares
 ``capabilities.x-session-resume``; an ACP agent's ``session/load``, when its
@@ -166,6 +171,7 @@ def reconcile(machine: SessionMachine, resumed: RunResumed, texts: dict[int, str
     Deterministic in the machine and the event, so ``cap replay --check`` reconciles the
     same way when it meets the ``run.resumed``.
     """
+    machine.carry_answers()  # before the turns in flight are put back: theirs carry over
     in_flight = list(machine.in_flight)
     machine.queue = deque([(texts[seq], seq) for _, seq in in_flight] + list(machine.queue))
     machine.in_flight.clear()

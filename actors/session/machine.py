@@ -24,6 +24,7 @@ otherwise it is held until the turn ends.
 from __future__ import annotations
 
 import enum
+import json
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
@@ -69,6 +70,8 @@ from trio_cap.events.kinds import (
 )
 
 AUTO_ANSWER = "policy:auto_answer"
+CARRIED = "policy:resume"
+"""``ask.answered`` ``by``: a re-run turn's question answered as it was before the crash."""
 """``ask.answered`` ``by`` of an answer the machine's answerer gave (a ``policy:`` one: the
 machine's own output, which a replay re-derives from the logged answer)."""
 
@@ -159,6 +162,12 @@ class SessionMachine:
         self.queue: deque[tuple[str, int]] = deque()
         self.pending_permissions: dict[str, int] = {}
         self.pending_asks: dict[str, AskUser] = {}
+        self.answered: list[tuple[int, str, Any, str]] = []
+        """(turn, the question, its answer, the ask's id) for each ask answered by a person
+        or the auto-answerer in the turns in flight: what a crash would cut."""
+        self.carried: dict[str, tuple[Any, str]] = {}
+        """A resume's answers (:meth:`carry_answers`): question → (answer, the first ask's
+        id), given to the re-run turn's same question without asking again."""
         self.cost_usd = 0.0
         self.in_flight: deque[tuple[int, int]] = deque()
         """(turn, seq of its input) for every turn sent and not yet ended, oldest first."""
@@ -319,7 +328,7 @@ class SessionMachine:
                                                          meta=meta), seq)]
             return out + self._maybe_resume(seq)
         if isinstance(command, AskAnswered):
-            del self.pending_asks[command.ask_id]
+            self._answered(self.pending_asks.pop(command.ask_id), command.value)
             out = [Send(AskUserAnswer(ask_id=command.ask_id, value=command.value), seq)]
             return out + self._maybe_resume(seq)
         return []
@@ -423,11 +432,33 @@ class SessionMachine:
         self.pending_permissions[req.req_id] = seq
         return self._wait_for_human("permission", req.req_id, seq, risk)
 
+    def carry_answers(self) -> None:
+        """A crash cut the turns in flight (a resume re-runs them): what was answered in
+        them is answered again, from the log, when the re-run turn asks the same question
+        — whoever answered is not asked twice.  Asks still waiting died with the agent:
+        asked again, they go where they went."""
+        running = {turn for turn, _ in self.in_flight}
+        self.carried = {key: (value, ask_id) for turn, key, value, ask_id in self.answered
+                        if turn in running}
+
+    def _answered(self, ask: AskUser, value: Any, first: str | None = None) -> None:
+        turn = self.in_flight[0][0] if self.in_flight else self.turn
+        self.answered.append((turn, _question(ask), value, first or ask.ask_id))
+
     def _ask(self, ask: AskUser, seq: int) -> list[Output]:
         why = None
+        if (carried := self.carried.pop(_question(ask), None)) is not None:
+            value, first = carried
+            self._answered(ask, value, first)  # a second crash carries it still
+            return [
+                Emit((AskAnswered(ask_id=ask.ask_id, value=value, by=CARRIED,
+                                  meta={"cap.answered_as": first}),), seq),
+                Send(AskUserAnswer(ask_id=ask.ask_id, value=value), seq),
+            ]
         if self.answerer is not None:
             auto = self.answerer(ask)
             if auto.value is not None and _answer_problem(ask, auto.value) is None:
+                self._answered(ask, auto.value)
                 meta = auto.meta or None
                 return [
                     Emit((AskAnswered(ask_id=ask.ask_id, value=auto.value, by=AUTO_ANSWER,
@@ -486,6 +517,7 @@ class SessionMachine:
         if self.state not in BUSY or not self.in_flight:
             return []
         turn, cause = self.in_flight.popleft()
+        self.answered = [a for a in self.answered if a[0] != turn]
         if self.timed_out is not None:  # cut short by a timeout: failed, however it ended
             stop_reason, self.turn_error, self.timed_out = "error", self.timed_out, None
         self.last_stop = stop_reason
@@ -498,6 +530,7 @@ class SessionMachine:
             return out  # a prompt sent mid-turn is still being answered
         self.pending_permissions.clear()
         self.pending_asks.clear()
+        self.carried.clear()  # the re-run turns are over: what they did not ask again is moot
         self.state = State.READY
         out.append(Emit((SessionIdle(turn=turn, stop_reason=stop_reason),), cause))
         return out + self._next_turn()
@@ -529,6 +562,11 @@ def _unknown_permission(req_id: str) -> CapError:
 
 def _unknown_ask(ask_id: str) -> CapError:
     return CapError(code="unknown_ask", message=f"no pending ask {ask_id!r}")
+
+
+def _question(ask: AskUser) -> str:
+    """What makes two asks the same question: the prompt and the form, not the id."""
+    return json.dumps([ask.prompt, ask.form], sort_keys=True, default=str)
 
 
 def _answer_problem(ask: AskUser, value: Any) -> str | None:
