@@ -368,3 +368,32 @@ def test_a_changed_fleet_file_is_refused(tmp_path):
     assert_clean(cap("fleet", "resume", "run.caplog", cwd=tmp_path), 2,
                  "changed since the run started")
 
+
+
+def test_an_ask_answered_before_the_crash_is_not_asked_again(tmp_path):
+    """The auto-answerer answered the member's question, then the run died mid-turn: the
+    re-run turn's same question is answered from the log (``policy:resume``), and the
+    resumed log replays identically."""
+    research = Path(__file__).resolve().parents[2] / "examples" / "fleets" / "research"
+    fleet = (f'name = "asks"\nworktrees = "dirs"\n'
+             f'task = """ask: {DATABASE} [sqlite|postgresql]\nwait 30\nsay: done"""\n'
+             f'[auto_answer]\narchive = "{research}"\nthreshold = 2.5\n'
+             '[[session]]\nid = "asker"\nbinding = "inproc"\n')
+    write_fleet(tmp_path, fleet, {})
+    before = killed_at(tmp_path, "ask.answered")
+    (first,) = [e.event for e in before if e.kind == "ask.answered"]
+    assert first.by == "policy:auto_answer" and first.value == "postgresql"
+    proc = start(tmp_path, "resume", "run.caplog")
+    try:
+        wait_for(proc, "ask.answered")
+    finally:
+        kill(proc)
+    after = read_log(tmp_path / "run.caplog")
+    answers = [e.event for e in after if e.kind == "ask.answered"]
+    assert [(a.by, a.value) for a in answers] == [("policy:auto_answer", "postgresql"),
+                                                  ("policy:resume", "postgresql")]
+    assert answers[1].meta == {"cap.answered_as": first.ask_id}
+    assert_clean(cap("replay", "run.caplog", "--check", cwd=tmp_path), 0, "identically")
+
+
+DATABASE = "Which database do the nodes share the log in?"
