@@ -10,10 +10,13 @@ import shlex
 from pathlib import Path
 
 import pytest
+import trio
 
-from tests.driver_acp.conftest import sdk_python
-from tests.replay.helpers import NO_AGENTS, assert_clean, cap, read_log
+from tests.driver_acp.conftest import model_server, sdk_python
+from tests.harness.conftest import PeerFactory, peer
+from tests.replay.helpers import CAP, NO_AGENTS, VENV_BIN, assert_clean, cap, read_log
 from tests.replay.test_resume_claude import cut_after
+from trio_cap.actors.model_server import ModelServer, script_from_obj
 from trio_cap.actors.recording import frame_bytes
 from trio_cap.events.kinds import (
     AgentRaw,
@@ -28,6 +31,7 @@ from trio_cap.events.kinds import (
 pytestmark = pytest.mark.peers  # the official Python SDK's peer (cap peers install)
 
 MEMO = Path(__file__).with_name("memo_agent.py")
+__all__ = ["model_server", "peer"]  # fixtures, for opencode's test
 
 
 def killed_run(tmp_path: Path, env: dict[str, str]) -> tuple[Path, list]:
@@ -119,3 +123,46 @@ def test_an_acp_agent_without_load_session_is_restarted_with_the_transcript(
     (sent,) = prompts_sent(tail)
     assert sent[1] == "second" and "User: first" in sent[0]
     assert not [e for e in tail if e.kind == "agent.raw" and "load" in e.event.reason]
+
+
+async def test_opencode_loads_its_session_after_the_run_died(
+        peer: PeerFactory, model_server: ModelServer, tmp_path: Path) -> None:
+    """A real agent that declares loadSession (opencode 1.18, on the scripted model server):
+    the resumed run loads its session and the re-run prompt is answered in it."""
+    penv, workdir = peer("opencode")
+    env = {**penv.env, "PATH": f"{VENV_BIN}:{penv.env['PATH']}"}
+    model_server.set_script(script_from_obj({"rules": [
+        {"match": "second prompt", "text": "second answer"},
+        {"match": "first prompt", "text": "first answer"},
+    ]}))
+    log = tmp_path / "oc.caplog"
+    argv = [*CAP, "run", "--agent", "opencode", "--binding", "acp", "--task", "first prompt",
+            "--next", "second prompt", "--permissions", "allow", "--headless", "--log",
+            str(log)]
+    with trio.fail_after(300):
+        done = await trio.run_process(argv, cwd=workdir, env=env, capture_stdout=True,
+                                      capture_stderr=True, check=False)
+        assert done.returncode == 0, done.stderr.decode()
+        second = [e for e in read_log(log) if e.kind == "cap.user_input.inject"][1]
+        cut_after(log, second.seq)
+        before = read_log(log)
+        resumed = await trio.run_process([*CAP, "run", "--resume", str(log)], cwd=workdir,
+                                         env=env, capture_stdout=True, capture_stderr=True,
+                                         check=False)
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    after = read_log(log)
+    assert after[: len(before)] == before
+    recorded = next(e.event.agent_session_id for e in before if type(e.event) is SessionReady)
+    (event,) = [e.event for e in after if type(e.event) is RunResumed]
+    assert (event.how, event.agent_session_id) == ("resumed", recorded)
+    tail = after[len(before):]
+    assert not [e for e in tail if type(e.event) is AgentRaw
+                and e.event.reason in ("load_failed", "resume_unsupported")]
+    replayed = [e for e in tail if type(e.event) is AgentRaw
+                and e.event.reason == "replayed_history"]
+    assert replayed  # opencode sent its history while it loaded …
+    text = "".join(e.event.text for e in tail if type(e.event) is TextChunk)
+    assert text == "second answer"  # … and none of it became the re-run turn's output
+    assert [e.event.turns for e in after if type(e.event) is SessionCompleted] == [2]
+    assert_clean(cap("replay", str(log), "--check", cwd=tmp_path, env=NO_AGENTS), 0,
+                 "identically")
