@@ -188,9 +188,10 @@ class EventLog(ABC):
                                      ) -> list[Envelope]:
         raise NotImplementedError
 
-    async def _read_stream_async(self, stream: str, start: int, end: int) -> list[Envelope]:
+    async def _read_stream_async(self, stream: str, start: int, end: int,
+                                 limit: int | None = None) -> list[Envelope]:
         out: list[Envelope] = []
-        for lo, hi in self._streams.runs(stream, start, end):
+        for lo, hi in self._streams.runs(stream, start, end, limit):
             out.extend(await self._read_range_async(lo, hi))
         return out
 
@@ -243,7 +244,8 @@ class Subscription:
                 # one session's subscriber must not read every other session's events
                 if self.next_seq >= log._indexed_from:
                     end = log._visible_seq
-                    envs = await log._read_stream_async(self._stream, self.next_seq, end)
+                    envs = await log._read_stream_async(self._stream, self.next_seq, end,
+                                                        self._batch)
                 else:  # before this process opened the log: the backend's own index
                     end = min(log._indexed_from - 1, log._visible_seq)
                     envs = await log._read_old_stream_async(self._stream, self.next_seq, end)

@@ -41,16 +41,23 @@ class StreamIndex:
             starts.append(first)
             ends.append(last)
 
-    def runs(self, stream: str, start: int, end: int) -> list[tuple[int, int]]:
-        """The runs of ``stream``'s seqs within ``start`` … ``end``, clipped to it."""
+    def runs(self, stream: str, start: int, end: int, limit: int | None = None
+             ) -> list[tuple[int, int]]:
+        """The runs of ``stream``'s seqs within ``start`` … ``end``, clipped to it; with
+        ``limit``, only the first ``limit`` seqs (a subscriber's batch: catching up on a
+        long stream then costs what it delivers, not the whole rest of the stream)."""
         runs = self._runs.get(stream)
         if runs is None:
             return []
         starts, ends = runs
         i = bisect_left(ends, start)  # the first run that ends at or after start
         out: list[tuple[int, int]] = []
-        while i < len(starts) and starts[i] <= end:
-            out.append((max(starts[i], start), min(ends[i], end)))
+        left = end - start + 1 if limit is None else limit
+        while i < len(starts) and starts[i] <= end and left > 0:
+            lo = max(starts[i], start)
+            hi = min(ends[i], end, lo + left - 1)
+            out.append((lo, hi))
+            left -= hi - lo + 1
             i += 1
         return out
 

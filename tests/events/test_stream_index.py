@@ -215,3 +215,28 @@ async def test_a_record_whose_envelopes_do_not_decode_is_indexed_as_a_read_shows
     assert [e.seq for e in log.read(1, "a")] == [2]
     assert log.read(1, "7") == []
     await log.aclose()
+
+
+async def test_a_stream_subscriber_catching_up_reads_only_what_it_delivers():
+    """Each batch reads its own seqs, not the whole rest of the stream (which made catching
+    up on a long session quadratic)."""
+    log = MemoryEventLog()
+    for _ in range(50):
+        await log.append([TextChunk(message_id="m", text="x")] * 3, stream="mine")
+        await log.append([TextChunk(message_id="m", text="y")], stream="other")
+    ranges = []
+    inner = log._read_range
+
+    def counting(start: int, end: int):
+        ranges.append((start, end))
+        return inner(start, end)
+
+    log._read_range = counting  # type: ignore[method-assign]
+    got = []
+    async for batch in log.subscribe(1, "mine", batch=4):
+        assert len(batch) <= 4
+        got.extend(batch)
+        if len(got) == 150:
+            break
+    assert [e.seq for e in got] == [s for s in range(1, 201) if s % 4]
+    assert sum(end - start + 1 for start, end in ranges) == 150
