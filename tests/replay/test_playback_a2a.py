@@ -139,6 +139,12 @@ def test_cap_run_agent_replay_serves_a_recorded_a2a_agent_for_the_run(tmp_path: 
         assert probe.connect_ex(("127.0.0.1", port)) != 0
     assert_clean(cap("run", "--agent", "replay:o.caplog#sess_nope", *task, cwd=tmp_path), 2,
                  "no session 'sess_nope'")
+    with A2aServer(Echo()).running() as srv:
+        assert_clean(cap("run", "--agent", f"a2a:{srv.base}", "--task", "hi", "--headless",
+                         "--record", "off", "--log", "off.caplog", cwd=tmp_path), 0)
+    unrecorded = _session(read_log(tmp_path / "off.caplog"))
+    assert_clean(cap("run", "--agent", f"replay:off.caplog#{unrecorded}", *task, "--log",
+                     "m.caplog", cwd=tmp_path, env=NO_AGENTS), 2, "nothing to play back")
 
 
 def test_serve_a2a_failure_paths(tmp_path: Path) -> None:
