@@ -1,15 +1,19 @@
-"""The driver's read of one HTTP read's SSE events: the hot text events on a fast path.
+"""The driver's read of one HTTP read's SSE events: a turn's text taken by its byte shape.
 
-A mixin of :class:`~.machine.A2aDriver` (``machine.py`` has the rules).  One
-read's payloads are decoded in one call (``frames_hot`` views for v1.0, the full
-Structs for the draft), and an event that is text appended to a known artifact
-(D2) or one agent text chunk in a WORKING status (D1) is mapped right here with
-the driver's books; every other event is decoded in full and goes through the
-general rules (:meth:`A2aDriver._one`).
+A mixin of :class:`~.machine.A2aDriver` (``machine.py`` has the rules).  Every
+event the general rules take (full decode, :meth:`A2aDriver._one`) that is
+text appended to a known artifact (D2) or one agent text chunk in a WORKING
+status (D1) teaches the driver its byte shape (``frames_shape``); the events
+after it that have that shape, as a run of text events has, are matched with
+bytes operations, their varying strings decoded in one call, and mapped here
+with the driver's books.  What does not match goes through the general rules.
 
-Consecutive text of one artifact, or of agent status messages, taken in one read
-becomes one ``cap.text_chunk`` (text boundaries carry no meaning, as stream-json's
-R2; a status run keeps its first message's id).  Apart from that the fast path
+A shape is only used while the books are as they were when it was learnt
+(same task and context, the artifact still plain text): then each matching
+event means to the general rules what the one it was learnt from meant, with
+its own text (and message id).  Consecutive matching events of one read become
+one ``cap.text_chunk`` (text boundaries carry no meaning, as stream-json's R2;
+a status run keeps its first new message's id).  Apart from that the fast path
 gives exactly what the general rules give: ``tests/driver_a2a/test_hot_path.py``
 checks it on the shared corpus and on generated streams, both spellings.
 """
@@ -20,13 +24,34 @@ from collections.abc import Sequence
 from typing import Any
 
 from trio_cap.actors.bindings.a2a import frames as f
-from trio_cap.actors.bindings.a2a.frames_hot import decode_hot_batch
+from trio_cap.actors.bindings.a2a.frames_shape import Shape, decode_holes, learn
 from trio_cap.actors.bindings.a2a.machine_io import CANCEL, ArtifactState, Exchange
+from trio_cap.actors.bindings.a2a.machine_parts import TEXT, is_agent, part_view
 from trio_cap.actors.bindings.base import Output
 from trio_cap.events.kinds import TextChunk
 
 _WORKING = "TASK_STATE_WORKING"
-_AGENT = f.v1.ROLE_AGENT
+_ARTIFACT = ("text",)
+_STATUS = ("timestamp", "messageId", "text")
+_OPTIONAL = frozenset({"timestamp"})
+_NONE: frozenset[str] = frozenset()
+_LEARNS = 8
+"""Shapes learnt in one exchange that matched nothing before another was wanted: past
+this the exchange's events all go the general way (a peer whose every event differs)."""
+
+
+class _Learnt:
+    """A shape and what it stands for: the exchange, task, context and artifact it was
+    learnt in (artifact None: agent status messages), where its text and message id are."""
+
+    __slots__ = ("aid", "ctx", "mid_at", "rid", "shape", "task", "text_at", "width")
+
+    def __init__(self, shape: Shape, rid: int, task: str, ctx: str, aid: str | None) -> None:
+        self.shape = shape
+        self.rid, self.task, self.ctx, self.aid = rid, task, ctx, aid
+        self.width = len(shape.names)
+        self.text_at = shape.names.index("text")
+        self.mid_at = shape.names.index("messageId") if aid is None else -1
 
 
 class HotPath:
@@ -40,97 +65,200 @@ class HotPath:
     fast: bool
     """False: every event through the general rules (the reference the fast path is checked
     against)."""
+    _learnt: _Learnt | None = None
+    _learns: tuple[int, int] = (0, 0)
+    """(exchange, shapes learnt there that matched nothing yet)."""
 
     def _events(self, rid: int, datas: Sequence[bytes]) -> list[Output]:
         ex = self.live.get(rid)
         if ex is None:
             return []
         out: list[Output] = []
-        views = decode_hot_batch(datas) if self.fast and ex.spelling == f.CURRENT else None
-        if views is None:
+        if self.fast and ex.spelling == f.CURRENT:
+            self._hot(rid, ex, datas, out)
+        else:
             for data, env in zip(datas, f.decode_stream_batch(ex.spelling, datas), strict=True):
                 if rid not in self.live:
                     break  # the turn ended (or the exchange was closed) earlier in this read
                 self._one(rid, ex, data, env, out)  # type: ignore[attr-defined]
-        else:
-            self._hot(rid, ex, datas, views, out)
         if self.cancel_wanted and self.task_id is not None and self.turn_open:  # type: ignore[attr-defined]
             self.cancel_wanted = False  # H4: the cancel held until the task id was known
             if self.state is None or f.state_class(self.state) == "active":
                 out.append(self._task_request(CANCEL))  # type: ignore[attr-defined]
         return out
 
-    def _hot(self, rid: int, ex: Exchange, datas: Sequence[bytes], views: list[Any],
-             out: list[Output]) -> None:
+    def _hot(self, rid: int, ex: Exchange, datas: Sequence[bytes], out: list[Output]) -> None:
+        i, n = 0, len(datas)
         live = self.live
-        arts = self.artifacts
-        seen = self.seen
-        task = self.task_id
-        ctx = self.context_id
-        run_id: str | None = None  # the text run being gathered: its CAP message id,
-        run: list[str] = []  # its pieces,
-        run_art: ArtifactState | None = None  # and its artifact (None: agent status messages)
-        got = False
-        for i, env in enumerate(views):
-            result = env.result
-            if result is not None and env.id == rid and env.error is None:
-                au = result.artifact_update
-                if au is not None:
-                    parts = au.artifact.parts
-                    if au.append and not au.last_chunk and au.task_id == task \
-                            and (au.context_id == ctx or not au.context_id) \
-                            and len(parts) == 1 and (text := parts[0].text):
-                        aid = au.artifact.artifact_id
-                        if run_art is not None and aid == run_id:
-                            run.append(text)
-                            continue
-                        st = arts.get(aid)
-                        if st is not None and st.call_id is None and not st.cap \
-                                and not st.quiet:
-                            if run:
-                                self._flush(run_id, run, run_art, out)  # type: ignore[arg-type]
-                            st.closed = False
-                            run_id, run, run_art = aid, [text], st
-                            got = True
-                            continue
-                elif (u := result.status_update) is not None and u.task_id == task \
-                        and (u.context_id == ctx or not u.context_id):
-                    msg = u.status.message
-                    if u.status.state == _WORKING and msg is not None and msg.role == _AGENT \
-                            and len(msg.parts) == 1 and (text := msg.parts[0].text) \
-                            and msg.message_id not in seen:
-                        seen.add(msg.message_id)
-                        self.state = "working"
-                        if run_art is None and run:
-                            run.append(text)
-                        else:
-                            if run:
-                                self._flush(run_id, run, run_art, out)  # type: ignore[arg-type]
-                            run_id, run, run_art = msg.message_id, [text], None
-                        got = True
-                        continue
-            if run:
-                self._flush(run_id, run, run_art, out)  # type: ignore[arg-type]
-                run_id, run, run_art = None, [], None
+        tails: list[bool] = []
+        tails_of: Shape | None = None
+        tail: TextChunk | None = None  # the read's last text of a hot event,
+        tail_of: str | None = None  # and whose: its artifact (None: agent status messages)
+        while i < n:
+            learnt = self._learnt
+            if learnt is not None and learnt.rid == rid and self._fits(learnt):
+                shape = learnt.shape
+                if tails_of is not shape:
+                    tails, tails_of = shape.tails(datas), shape
+                try:
+                    j = tails.index(False, i)
+                except ValueError:
+                    j = n
+                values = shape.run(datas, i, j) if j > i else []
+                if values is None:
+                    j, values = self._take(learnt, datas, i)
+                else:
+                    j -= i
+                if j:
+                    joins = out and out[-1] is tail and tail_of == learnt.aid
+                    tail = self._settle(learnt, values, j, out, joins) or tail
+                    tail_of = learnt.aid
+                    ex.got_event = True
+                    self._learns = (rid, 0)
+                    i += j
+                    continue
             data = datas[i]
             env = f.decode_stream_batch(ex.spelling, [data])[0]
             self._one(rid, ex, data, env, out)  # type: ignore[attr-defined]
             if rid not in live:
-                break  # the turn ended (or the exchange was closed): the rest is not read
-            task = self.task_id  # the general rules may have moved to a new task,
-            ctx = self.context_id
-            arts = self.artifacts  # whose books are a new dict
-        if run:
-            self._flush(run_id, run, run_art, out)  # type: ignore[arg-type]
-        if got:
-            ex.got_event = True
+                return  # the turn ended (or the exchange was closed): the rest is not read
+            hot = self._learn_shape(rid, data, env)
+            if hot is not None and out and type(out[-1]) is TextChunk \
+                    and out[-1].message_id == hot[0]:
+                tail, tail_of = out[-1], hot[1]
+            i += 1
 
-    def _flush(self, mid: str, run: list[str], st: ArtifactState | None,
-               out: list[Output]) -> None:
-        text = run[0] if len(run) == 1 else "".join(run)
-        if st is not None:
-            st.count += len(run)
-            st.text_bytes += len(text.encode())
+    def _take(self, learnt: _Learnt, datas: Sequence[bytes],
+              i: int) -> tuple[int, list[list[str]]]:
+        holes: list[bytes] = []
+        j = learnt.shape.take(datas, i, holes) - i
+        values = decode_holes(holes) if j else []
+        if values is None:
+            self._learnt = None  # a hole that is no string: those go the general way
+            return 0, []
+        width = learnt.width
+        return j, [values[k::width] for k in range(width)]
+
+    def _fits(self, learnt: _Learnt) -> bool:
+        """The books still as they were when the shape was learnt."""
+        if learnt.task != self.task_id or (learnt.ctx and learnt.ctx != self.context_id):
+            return False
+        if learnt.aid is None:
+            return True
+        st = self.artifacts.get(learnt.aid)
+        return st is not None and _plain(st) and (st.text_bytes > 0 or not self.turn_text)
+
+    def _learn_shape(self, rid: int, data: bytes, env: Any) -> tuple[str, str | None] | None:
+        """After the general rules took ``env``: if it was a hot text event, learn its shape
+        and say so: (the message id its text went out under, its artifact or None)."""
+        if type(env) is f.FrameError or env.id != rid or env.error is not None \
+                or env.result is None:
+            return None
+        result = env.result
+        task = self.task_id
+        au = result.artifact_update
+        if au is not None:
+            parts = au.artifact.parts
+            if not (au.append and not au.last_chunk and au.task_id == task
+                    and len(parts) == 1 and part_view(parts[0])[0] == TEXT):
+                return None
+            aid: str | None = au.artifact.artifact_id
+            st = self.artifacts.get(aid)  # type: ignore[arg-type]
+            if st is None or not _plain(st):
+                return None
+            names, optional, fields, ctx, mid = _ARTIFACT, _NONE, _artifact_text, au.context_id, aid
         else:
-            self.turn_text.append(text)
-        out.append(TextChunk(message_id=mid, text=text))
+            u = result.status_update
+            if u is None or u.task_id != task or u.status.state != _WORKING:
+                return None
+            msg = u.status.message
+            if msg is None or not is_agent(msg.role) or len(msg.parts) != 1 \
+                    or part_view(msg.parts[0])[0] != TEXT:
+                return None
+            names, optional, fields, ctx, mid = _STATUS, _OPTIONAL, _status_text, u.context_id, \
+                msg.message_id
+            aid = None
+        learnt_rid, tries = self._learns
+        if learnt_rid != rid:
+            tries = 0
+        if tries < _LEARNS:
+            self._learns = (rid, tries + 1)
+            shape = learn(data, names, optional, _checker(fields))
+            if shape is not None:
+                self._learnt = _Learnt(shape, rid, task, ctx, aid)  # type: ignore[arg-type]
+        return mid, aid  # type: ignore[return-value]
+
+    def _settle(self, learnt: _Learnt, values: list[list[str]], count: int,
+                out: list[Output], joins: bool) -> TextChunk | None:
+        """``count`` events of the shape, each hole's values: what the general rules would
+        make of them one by one, consecutive text as one chunk (``joins``: with the last
+        output too, the same artifact's or status messages' text); that chunk, if any."""
+        texts = values[learnt.text_at]
+        if learnt.aid is not None:  # D2: text appended to a plain artifact
+            text = "".join(texts)
+            st = self.artifacts[learnt.aid]
+            st.count += count
+            st.closed = False
+            if not text:
+                return None
+            st.text_bytes += len(text.encode())
+            return _put(out, learnt.aid, text, joins)
+        seen = self.seen  # D1: agent text in WORKING statuses, once per messageId
+        first: str | None = None
+        kept: list[str] = []
+        for mid, text in zip(values[learnt.mid_at], texts, strict=True):
+            if mid in seen:
+                continue
+            seen.add(mid)
+            if text:
+                kept.append(text)
+                if first is None:
+                    first = mid
+        self.state = "working"
+        if first is None:
+            return None
+        text = kept[0] if len(kept) == 1 else "".join(kept)
+        self.turn_text.append(text)
+        return _put(out, first, text, joins)
+
+
+def _put(out: list[Output], mid: str, text: str, joins: bool) -> TextChunk:
+    if joins:
+        last: TextChunk = out[-1]  # type: ignore[assignment]
+        chunk = TextChunk(message_id=last.message_id, text=last.text + text)
+        out[-1] = chunk
+    else:
+        chunk = TextChunk(message_id=mid, text=text)
+        out.append(chunk)
+    return chunk
+
+
+def _plain(st: ArtifactState) -> bool:
+    """An artifact whose text the general rules stream as ``cap.text_chunk``."""
+    return st.call_id is None and not st.cap and not st.quiet
+
+
+def _artifact_text(env: Any) -> dict[str, str]:
+    au = env.result.artifact_update
+    return {"text": au.artifact.parts[0].text} if au is not None and au.artifact.parts else {}
+
+
+def _status_text(env: Any) -> dict[str, str]:
+    u = env.result.status_update
+    msg = u.status.message if u is not None else None
+    if msg is None or not msg.parts:
+        return {}
+    got = {"text": msg.parts[0].text, "messageId": msg.message_id}
+    if u.status.timestamp is not None:
+        got["timestamp"] = u.status.timestamp
+    return got
+
+
+def _checker(fields: Any) -> Any:
+    def check(probe: bytes, markers: dict[str, str]) -> bool:
+        env = f.decode_stream_batch(f.CURRENT, [probe])[0]
+        if type(env) is f.FrameError or env.result is None:
+            return False
+        got = fields(env)
+        return all(got.get(name) == marker for name, marker in markers.items())
+    return check

@@ -44,12 +44,13 @@ class SseReader:
         out: list[bytes] = []
         end = buf.rfind(b"\r\n\r\n")
         if end >= 0 and not self._skipping and buf[:6] == b"data: ":
-            # a2a-sdk's stream: every event one "data: " line, CRLF.  When the only line
-            # breaks are the n separators, each followed by "data: ", the events are one split.
-            head = buf[:end]
-            datas = head[6:].split(b"\r\n\r\ndata: ")
-            n = 2 * len(datas) - 2
-            if head.count(b"\n") == n and head.count(b"\r") == n:
+            # a2a-sdk's stream: every event one "data: " line, CRLF.  Split at the separators
+            # ("\r\n\r\ndata: "); the split was right iff no event holds another line break,
+            # which two memchr passes over the datas joined tell (counting the breaks in the
+            # buffer instead reads it byte by byte, twice, several times slower).
+            datas = buf[6:end].split(b"\r\n\r\ndata: ")
+            joined = b"".join(datas)
+            if b"\n" not in joined and b"\r" not in joined:
                 rest = buf[end + 4:]
                 if b"\n" in rest or b"\r" in rest:
                     datas += self._mixed(rest)

@@ -1,0 +1,212 @@
+"""The byte shape of an A2A stream's text events: learnt from a decoded one, matched in bytes.
+
+A server writes a turn's text as a run of events that differ only in a few
+string values: a2a-sdk's ``artifactUpdate`` chunks differ only in their text,
+Gemini-style ``statusUpdate`` WORKING messages in their text, ``messageId``
+and ``timestamp``.  Everything else (ids, key order, spacing, the JSON-RPC
+envelope) is the same bytes every time.  A :class:`Shape` is those bytes cut
+at the varying values: constant segments with a JSON string *hole* between
+each two.  A payload matches when it is the segments with anything between
+them (``startswith`` / ``find`` / ``endswith``, all memcmp/memchr); the holes
+of a run are then decoded in one ``msgspec`` call as a list of strings.
+
+Why that is the full typed decode: a shape is learnt only from a payload
+the full Structs decoded, and only after a *probe* (the payload with every
+hole set to a marker string) decoded to the same frame with the markers in
+the fields the holes name.  JSON is context free: putting any other string
+token in a string token's place changes that value and nothing else.  So a
+payload that is the segments around valid string bodies decodes, with the
+full Structs, to the learnt frame with those values, and the holes' decode
+checks they are valid string bodies: a hole holding an unescaped quote adds
+list items (or breaks the list), so the count tells.  Anything else is not a
+match and goes through the full decode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from itertools import chain, repeat
+from operator import getitem
+from typing import Any
+
+import msgspec
+
+__all__ = ["Shape", "decode_holes", "learn"]
+
+_strings = msgspec.json.Decoder(list[str])
+_QUOTE = 0x22
+_BACKSLASH = 0x5C
+
+
+class Shape:
+    """Constant segments around string holes; ``names`` says which key each hole is the
+    value of, in the payload's order."""
+
+    __slots__ = ("cut", "first", "fixed", "last", "middle", "names", "segments", "slices")
+
+    def __init__(self, segments: list[bytes], names: tuple[str, ...],
+                 widths: list[int]) -> None:
+        self.segments = segments
+        self.names = names
+        self.first = segments[0]
+        self.last = segments[-1]
+        self.middle = tuple((_needle(seg), seg) for seg in segments[1:-1])
+        self.fixed = sum(map(len, segments))
+        self.cut = self.last + b"\n" + self.first
+        at, slices = len(self.first), []
+        for width, seg in zip(widths, segments[1:-1], strict=True):
+            slices.append(slice(at, at + width))
+            at += width + len(seg)
+        slices.append(slice(at, -len(self.last)))
+        self.slices = tuple(slices)
+        """Where the holes are if all but the last are as wide as in the payload learnt
+        (a timestamp's, an id's usually are): :meth:`run`'s guess."""
+
+    def tails(self, datas: Sequence[bytes]) -> list[bool]:
+        """Which payloads end as this shape does (one C call per payload, no Python step)."""
+        try:
+            return list(map(bytes.endswith, datas, repeat(self.last)))
+        except TypeError:  # not bytes: none is taken so
+            return [False] * len(datas)
+
+    def run(self, datas: Sequence[bytes], i: int, j: int) -> list[list[str]] | None:
+        """The values of each hole (a list per name) if every payload of ``datas[i:j]`` has
+        this shape with its holes where :attr:`slices` guess; else None (:meth:`take`
+        tells them apart one by one).  Whole-run bytes operations, no Python step per
+        payload: the holes are cut out at the guessed places, put back between the
+        segments, and the run has the shape iff that rebuilds the payloads joined with
+        LF.  (Neither the segments nor a string body hold an LF, so the rebuilt bytes
+        have LFs only between payloads: each payload is its own rebuilt one.)"""
+        run = datas[i:j]
+        columns = [list(map(getitem, run, repeat(sl))) for sl in self.slices]
+        if len(columns) == 1:
+            rebuilt = self.first + self.cut.join(columns[0]) + self.last
+        else:
+            pieces: list[Any] = []
+            for column, seg in zip(columns, (*self.segments[1:-1], self.cut), strict=True):
+                pieces += (column, repeat(seg))
+            rebuilt = self.first + b"".join(chain.from_iterable(zip(*pieces, strict=False)))
+            rebuilt = rebuilt[:len(rebuilt) - len(self.cut)] + self.last
+        if rebuilt != b"\n".join(run):
+            return None
+        values = []
+        for column in columns:
+            got = decode_holes(column)
+            if got is None:
+                return None
+            values.append(got)
+        return values
+
+    def take(self, datas: Sequence[bytes], i: int, holes: list[bytes]) -> int:
+        """Match ``datas[i:]`` one by one while they have this shape, their holes added to
+        ``holes`` (``len(names)`` per payload, in order); the index of the first that does
+        not.  A payload has the shape iff it starts with the first segment, ends with the
+        last, and holds each middle one in order in between, each where its needle (its
+        start up to its second quote) is first found: a string body holds no unescaped
+        quote, so a needle is not found inside a hole the decode accepts.  (A short
+        needle: ``find`` reads its needle through before it searches.)"""
+        first, last, fixed, n = self.first, self.last, self.fixed, len(datas)
+        lf, ll = len(first), len(last)
+        append = holes.append
+        if not self.middle:  # one hole (an artifact chunk's text): no search at all
+            while i < n:
+                d = datas[i]
+                if len(d) < fixed or not d.startswith(first) or not d.endswith(last):
+                    break
+                append(d[lf:len(d) - ll])
+                i += 1
+            return i
+        middle = self.middle
+        while i < n:
+            d = datas[i]
+            if len(d) < fixed or not d.startswith(first) or not d.endswith(last):
+                break
+            end = len(d) - ll
+            at = lf
+            got = []
+            for needle, seg in middle:
+                k = d.find(needle, at, end)
+                if k < 0 or not d.startswith(seg, k):
+                    break
+                got.append(d[at:k])
+                at = k + len(seg)
+            else:
+                holes += got
+                append(d[at:end])
+                i += 1
+                continue
+            break
+        return i
+
+
+def _needle(segment: bytes) -> bytes:
+    """A segment's start up to its second quote (a segment after a hole starts with the
+    hole's closing quote and ends with the next one's opening quote)."""
+    second = segment.find(b'"', 1)
+    return segment[:second + 1] if second > 0 else segment
+
+
+def decode_holes(holes: list[bytes]) -> list[str] | None:
+    """Every hole's string value, or None if one is not a JSON string's body."""
+    try:
+        values = _strings.decode(b'["' + b'","'.join(holes) + b'"]')
+    except msgspec.DecodeError:
+        return None
+    return values if len(values) == len(holes) else None
+
+
+def _value_span(data: bytes, name: str) -> tuple[int, int] | None:
+    """Where the string value of the only key ``name`` lies (inside its quotes), if it has one."""
+    key = b'"' + name.encode() + b'":'
+    at = data.find(key)
+    if at < 0 or data.find(key, at + 1) >= 0:
+        return None
+    start = at + len(key)
+    while start < len(data) and data[start] in b" \t":
+        start += 1
+    if start >= len(data) or data[start] != _QUOTE:
+        return None
+    start += 1
+    end = start
+    while True:
+        end = data.find(b'"', end)
+        if end < 0:
+            return None
+        back = end - 1
+        while data[back] == _BACKSLASH:
+            back -= 1
+        if (end - 1 - back) % 2 == 0:  # not escaped: the string ends here
+            return start, end
+        end += 1
+
+
+def learn(data: bytes, names: tuple[str, ...], optional: frozenset[str],
+          check: Callable[[bytes, dict[str, str]], bool]) -> Shape | None:
+    """The shape of ``data`` with the values of keys ``names`` as holes (those in ``optional``
+    only if present), or None.  ``check(probe, markers)`` decodes the probe with the full
+    Structs and says whether each named field holds its marker."""
+    if b"\n" in data:  # Shape.run joins payloads with LF
+        return None
+    spans = []
+    for name in names:
+        span = _value_span(data, name)
+        if span is None:
+            if name in optional:
+                continue
+            return None
+        spans.append((span, name))
+    spans.sort()
+    segments, at = [], 0
+    for (start, end), _ in spans:
+        if start < at:
+            return None
+        segments.append(data[at:start])
+        at = end
+    segments.append(data[at:])
+    order = tuple(name for _, name in spans)
+    markers = {name: f"\x01{i}" for i, name in enumerate(order)}
+    probe = segments[0] + b"".join(
+        b"\\u0001" + str(i).encode() + seg for i, seg in enumerate(segments[1:]))
+    if not check(probe, markers):
+        return None
+    return Shape(segments, order, [end - start for (start, end), _ in spans[:-1]])
