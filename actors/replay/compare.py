@@ -4,12 +4,17 @@ sessions as the check takes them (one list of envelopes per session stream)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import groupby
+from operator import attrgetter
 
 import attrs
 import msgspec
 
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import Event, SessionOwned
+
+_STREAM = attrgetter("stream")
+_EVENT = attrgetter("event")
 
 
 class Divergence(Exception):
@@ -55,17 +60,22 @@ class CheckResult:
 
 def group_sessions(windows: Iterable[Sequence[Envelope]],
                    only: str | None = None) -> dict[str, list[Envelope]]:
-    """The log's events per session stream, in seq order (the log's own "" stream is left out)."""
+    """The log's events per session stream, in seq order (the log's own "" stream is left out).
+
+    A run of one stream's consecutive events (one appended batch, at least) is taken at
+    once: a check groups a million events, one Python step each was a tenth of its time.
+    """
     streams: dict[str, list[Envelope]] = {}
     for envs in windows:
-        for env in envs:
-            stream = env.stream
-            if not stream or (only is not None and stream != only) or type(
-                    env.event) is SessionOwned:  # the node's record, not the session's
+        for stream, run in groupby(envs, _STREAM):
+            if not stream or (only is not None and stream != only):
                 continue
+            events = list(run)
+            if SessionOwned in map(type, map(_EVENT, events)):  # the node's record
+                events = [env for env in events if type(env.event) is not SessionOwned]
             got = streams.get(stream)
             if got is None:
-                streams[stream] = [env]
+                streams[stream] = events
             else:
-                got.append(env)
+                got.extend(events)
     return streams

@@ -50,7 +50,7 @@ from trio_cap.events.log.errors import LogCorrupted, LogFormatError, LogWriteErr
 from trio_cap.events.log.records import (
     HEADER_SIZE,
     MAGIC,
-    decode_payload,
+    decode_envelopes,
     encode_into,
     lost_envelopes,
 )
@@ -373,41 +373,47 @@ class FileEventLog(EventLog):
         if from_seq >= self._recent_base:
             i = from_seq - self._recent_base
             return self._recent[i : i + (to_seq - from_seq + 1)]
-        out = list(self._iter_file(from_seq, min(to_seq, self._recent_base - 1)))
+        out: list[Envelope] = []
+        for batch in self._iter_file(from_seq, min(to_seq, self._recent_base - 1)):
+            out.extend(batch)
         if to_seq >= self._recent_base:
             out.extend(self._recent[: to_seq - self._recent_base + 1])
         return out
 
-    def _record_end(self, index: int) -> int:
-        return self._offsets[index] + HEADER_SIZE + self._lengths[index]
-
-    def _iter_file(self, from_seq: int, to_seq: int) -> Iterator[Envelope]:
-        """Envelopes from_seq..to_seq, reading a few MiB of adjacent whole records at a time."""
-        firsts, offsets = self._firsts, self._offsets
+    def _iter_file(self, from_seq: int, to_seq: int) -> Iterator[list[Envelope]]:
+        """Envelopes from_seq..to_seq, a record's batch at a time (whole-log readers take
+        a million events: per-envelope steps here were a third of their time), reading a
+        few MiB of adjacent whole records at once."""
+        firsts, offsets, lengths = self._firsts, self._offsets, self._lengths
+        records = len(firsts)
         i = bisect.bisect_right(firsts, from_seq) - 1
         last = bisect.bisect_right(firsts, to_seq) - 1
         while i <= last:
             if offsets[i] == _HOLE:
-                to = firsts[i + 1] - 1 if i + 1 < len(firsts) else self._visible_seq
+                to = firsts[i + 1] - 1 if i + 1 < records else self._visible_seq
                 reason = self._hole_reasons.get(firsts[i], "lost")
-                yield from lost_envelopes(firsts[i], to, reason,
-                                          only=(max(firsts[i], from_seq), min(to, to_seq)))
+                yield lost_envelopes(firsts[i], to, reason,
+                                     only=(max(firsts[i], from_seq), min(to, to_seq)))
                 i += 1
                 continue
-            k = i
-            while (k < last and offsets[k + 1] == self._record_end(k)
-                   and self._record_end(k + 1) - offsets[i] <= _READ_CHUNK):
-                k += 1
             start = offsets[i]
-            data = memoryview(_read_all(self._fd, start, self._record_end(k) - start))
+            end = start + HEADER_SIZE + lengths[i]
+            k = i
+            while k < last and offsets[k + 1] == end:
+                after = end + HEADER_SIZE + lengths[k + 1]
+                if after - start > _READ_CHUNK:
+                    break
+                end = after
+                k += 1
+            data = memoryview(_read_all(self._fd, start, end - start))
             for j in range(i, k + 1):
                 body = offsets[j] - start + HEADER_SIZE
-                count = (firsts[j + 1] if j + 1 < len(firsts) else self._next_seq) - firsts[j]
-                batch = decode_payload(data[body : body + self._lengths[j]], firsts[j], count).envs
-                if batch[0].seq >= from_seq and batch[-1].seq <= to_seq:
-                    yield from batch
-                else:
-                    yield from (env for env in batch if from_seq <= env.seq <= to_seq)
+                first = firsts[j]
+                count = (firsts[j + 1] if j + 1 < records else self._next_seq) - first
+                batch = decode_envelopes(data[body : body + lengths[j]], first, count)
+                if first < from_seq or first + count - 1 > to_seq:
+                    batch = batch[max(from_seq - first, 0) : to_seq - first + 1]
+                yield batch  # seqs first … first + count - 1 exactly (decode_envelopes)
             i = k + 1
 
     def refresh(self) -> int:
