@@ -34,7 +34,7 @@ import attrs
 
 from trio_cap.actors.fleet.machine import FleetMachine
 from trio_cap.actors.fleet.model import Fleet
-from trio_cap.actors.fleet.outputs import CancelTurn, Deliver, Emit, Finished, Output, Wake
+from trio_cap.actors.fleet.outputs import Deliver, Emit, Finished, Output, Wake
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import (
     Artifact,
@@ -96,6 +96,8 @@ class FleetPoint:
     paused: dict[str, float] = attrs.field(factory=dict)
     """member → ``until`` (log clock seconds)."""
     cancel: list[str] = attrs.field(factory=list)
+    """Members whose turn the fleet was cancelling (budget, race lost, interrupt): their
+    sessions re-run that turn, which is cancelled again once it starts."""
     finish: Finished | None = None
     """The machine had decided the fleet's end, which the log does not hold yet."""
     ended: str | None = None
@@ -314,10 +316,10 @@ class _Replay:
 
 
 def actions(point: FleetPoint) -> list[Output]:
-    """What the resumed shell does first, in order: the lost decisions written, the lost
-    deliveries' records, the deliveries still owed, the cancels still asked for."""
+    """What the resumed shell does first, in order: the lost deliveries' records, the lost
+    decisions, the deliveries still owed (the cancels still asked for wait for the re-run
+    turn to start: :attr:`FleetPoint.cancel`)."""
     out: list[Output] = [*point.claimed, *point.unlogged, *point.deliver]
-    out += [CancelTurn(member) for member in point.cancel]
     if point.finish is not None:
         out.append(point.finish)
     return out

@@ -41,7 +41,14 @@ from trio_cap.actors.replay.resume import (
 from trio_cap.actors.session.machine import SessionMachine
 from trio_cap.actors.session.policy import Answerer
 from trio_cap.events.envelope import Envelope
-from trio_cap.events.kinds import Artifact, InputInjected, RunStarted, SessionStarting
+from trio_cap.events.kinds import (
+    TERMINAL_EVENTS,
+    Artifact,
+    InputInjected,
+    RunStarted,
+    SessionStarting,
+    SessionWorking,
+)
 
 
 async def resume_fleet(orch, fleet: Fleet, point: FleetPoint, *,  # type: ignore[no-untyped-def]
@@ -98,6 +105,8 @@ class _ResumeShell(_Shell):
                 self.sessions[member] = await start()
             for output in [*actions(point), *wakes(point, self.orch.clock.now())]:
                 self.send.send_nowait(output)
+            for member in point.cancel:
+                nursery.start_soon(self._cancel_rerun, member, follow_from)
             nursery.start_soon(self._follow, follow_from)
             await self._execute(nursery)
             nursery.cancel_scope.cancel()
@@ -167,6 +176,19 @@ class _ResumeShell(_Shell):
                 answerer=self.answerer if fleet.answers(member) else None, restore=restore)
 
         return start
+
+    async def _cancel_rerun(self, member: str, from_seq: int) -> None:
+        """The fleet was cancelling ``member``'s turn when the run died: the session re-runs
+        it, so it is cancelled again once it started (a cancel sent earlier, while the
+        session comes up, would find no turn to stop)."""
+        sid = self.sessions[member].id
+        async for batch in self.orch.log.subscribe(from_seq, sid):
+            for env in batch:
+                if type(env.event) is SessionWorking:
+                    await self._cancel(member)
+                    return
+                if type(env.event) in TERMINAL_EVENTS:
+                    return
 
     async def _open_answerer(self, wanted: bool) -> None:
         if not wanted or self.fleet.auto_answer is None:

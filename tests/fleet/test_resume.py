@@ -397,3 +397,61 @@ def test_an_ask_answered_before_the_crash_is_not_asked_again(tmp_path):
 
 
 DATABASE = "Which database do the nodes share the log in?"
+
+
+RACE = """\
+name = "race"
+task = "Find the answer."
+worktrees = "dirs"
+permissions = "allow"
+[[session]]
+id = "quick"
+binding = "inproc"
+script = "quick.toml"
+[[session]]
+id = "slow"
+binding = "inproc"
+script = "slow.toml"
+[[session]]
+id = "judge"
+binding = "inproc"
+script = "judge.toml"
+[[route]]
+race = { from = ["quick", "slow"], to = "judge" }
+"""
+RACERS = {
+    "quick.toml": '[[rule]]\nmatch = "."\nsteps = [ { wait = 0.3 }, { say = "42." } ]\n',
+    "slow.toml": '[[rule]]\nmatch = "."\nsteps = [ { say = "Thinking..." }, '
+                 '{ wait = 3600 }, { say = "41." } ]\n',
+    "judge.toml": '[[rule]]\nmatch = "."\nsteps = [ { say = "Accepted." } ]\n',
+}
+
+
+def test_a_race_losers_cut_turn_is_cancelled_again_when_its_rerun_starts(tmp_path):
+    """The run died after the fleet cancelled the loser and before its turn ended (the log
+    cut there): the loser's session re-runs that turn, and the resume cancels it once it
+    starts — else the loser would think for an hour."""
+    write_fleet(tmp_path, RACE, RACERS)
+    assert_clean(cap("fleet", "run", "fleet.toml", "--log", "full.caplog", "--headless",
+                     cwd=tmp_path), 0)
+    full = (tmp_path / "full.caplog").read_bytes()
+    for cut in range(len(full) - 1, 0, -8):  # the last cut with the cancel and no loser end
+        (tmp_path / "run.caplog").write_bytes(full[:cut])
+        kinds = [(e.stream, e.kind) for e in read_log(tmp_path / "run.caplog")]
+        if ("fleet:race", "fleet.cancel") in kinds:
+            cancel = kinds.index(("fleet:race", "fleet.cancel"))
+            if ("race.slow", "session.turn_ended") not in kinds[cancel:]:
+                break
+    else:
+        pytest.fail("no cut of the log has the cancel without the loser's turn end")
+    result = cap("fleet", "resume", "run.caplog", cwd=tmp_path)
+    assert_clean(result, 0, "race completed")
+    after = read_log(tmp_path / "run.caplog")
+    resumed = next(e.seq for e in after if e.kind == "fleet.run_resumed")
+    cancels = [e for e in after if e.seq > resumed and e.stream == "race.slow"
+               and e.kind == "cancel.requested"]
+    assert len(cancels) == 1
+    (ended,) = [e.event for e in after if e.seq > resumed and e.stream == "race.slow"
+                and e.kind == "session.turn_ended"]
+    assert ended.stop_reason == "cancelled"
+    assert_exactly_once(after, "race")

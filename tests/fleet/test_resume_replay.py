@@ -148,3 +148,11 @@ async def test_pick_fleet_and_paused_wakes(tmp_path):
     point.paused = {"writer": 105.0, "reviewer": 90.0}
     assert [(w.member, w.delay) for w in wakes(point, 100.0)] == [("writer", 5.0),
                                                                   ("reviewer", 0.0)]
+
+
+async def test_a_cancel_the_loser_never_saw_end_is_owed_again(tmp_path):
+    fleet, envs = await _run(tmp_path, "race.toml")
+    cancel = next(i for i, e in enumerate(envs) if e.kind == "fleet.cancel")
+    point = rebuild_fleet(fleet, envs[:cancel + 1])
+    assert point.cancel == ["slow"] and point.redelivered == ["m2"]
+    assert {o.member for o in actions(point) if isinstance(o, Deliver)} <= {"judge"}
