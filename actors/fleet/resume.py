@@ -295,9 +295,10 @@ class _Replay:
                          and not e.event.resumed), None)
             point.claimed.extend(e for e in machine.delivered(message_id, inject.seq, turn)
                                  if isinstance(e, Emit))
+        owed = {d.message_id for d in point.deliver}
         for mid, member in machine.members.items():
             if member.status == "working" and member.current is not None \
-                    and member.current not in self.pending:
+                    and member.current not in owed:  # its inject is in the log: re-run
                 point.redelivered.append(member.current)
                 if member.cancel_asked is not None:
                     point.cancel.append(mid)

