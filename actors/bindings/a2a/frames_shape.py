@@ -25,9 +25,8 @@ match and goes through the full decode.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import chain, repeat
+from itertools import repeat
 from operator import getitem
-from typing import Any
 
 import msgspec
 
@@ -42,7 +41,8 @@ class Shape:
     """Constant segments around string holes; ``names`` says which key each hole is the
     value of, in the payload's order."""
 
-    __slots__ = ("cut", "first", "fixed", "last", "middle", "names", "segments", "slices")
+    __slots__ = ("cut", "cuts", "first", "fixed", "last", "middle", "names", "segments",
+                 "slices")
 
     def __init__(self, segments: list[bytes], names: tuple[str, ...],
                  widths: list[int]) -> None:
@@ -53,6 +53,8 @@ class Shape:
         self.middle = tuple((_needle(seg), seg) for seg in segments[1:-1])
         self.fixed = sum(map(len, segments))
         self.cut = self.last + b"\n" + self.first
+        self.cuts = (*segments[1:-1], self.cut)
+        """What follows each hole in payloads joined with LF."""
         at, slices = len(self.first), []
         for width, seg in zip(widths, segments[1:-1], strict=True):
             slices.append(slice(at, at + width))
@@ -77,25 +79,28 @@ class Shape:
         segments, and the run has the shape iff that rebuilds the payloads joined with
         LF.  (Neither the segments nor a string body hold an LF, so the rebuilt bytes
         have LFs only between payloads: each payload is its own rebuilt one.)"""
-        run = datas[i:j]
-        columns = [list(map(getitem, run, repeat(sl))) for sl in self.slices]
-        if len(columns) == 1:
-            rebuilt = self.first + self.cut.join(columns[0]) + self.last
-        else:
-            pieces: list[Any] = []
-            for column, seg in zip(columns, (*self.segments[1:-1], self.cut), strict=True):
-                pieces += (column, repeat(seg))
-            rebuilt = self.first + b"".join(chain.from_iterable(zip(*pieces, strict=False)))
-            rebuilt = rebuilt[:len(rebuilt) - len(self.cut)] + self.last
+        run = datas[i:j] if i or j < len(datas) else datas
+        n = len(run)
+        if len(self.slices) == 1:
+            holes = list(map(getitem, run, repeat(self.slices[0])))
+            rebuilt = self.first + self.cut.join(holes) + self.last
+        else:  # hole after hole, each column's cut after it: one join over all
+            width = 2 * len(self.slices)
+            pieces: list[bytes] = [b""] * (width * n)
+            holes = []
+            for k, (sl, seg) in enumerate(zip(self.slices, self.cuts, strict=True)):
+                column = list(map(getitem, run, repeat(sl)))
+                holes += column
+                pieces[2 * k::width] = column
+                pieces[2 * k + 1::width] = [seg] * n
+            pieces[-1] = self.last
+            rebuilt = self.first + b"".join(pieces)
         if rebuilt != b"\n".join(run):
             return None
-        values = []
-        for column in columns:
-            got = decode_holes(column)
-            if got is None:
-                return None
-            values.append(got)
-        return values
+        values = decode_holes(holes)
+        if values is None:
+            return None
+        return [values[k:k + n] for k in range(0, len(values), n)]
 
     def take(self, datas: Sequence[bytes], i: int, holes: list[bytes]) -> int:
         """Match ``datas[i:]`` one by one while they have this shape, their holes added to

@@ -204,20 +204,27 @@ class HotPath:
             st.text_bytes += len(text.encode())
             return _put(out, learnt.aid, text, joins)
         seen = self.seen  # D1: agent text in WORKING statuses, once per messageId
-        first: str | None = None
-        kept: list[str] = []
-        for mid, text in zip(values[learnt.mid_at], texts, strict=True):
-            if mid in seen:
-                continue
-            seen.add(mid)
-            if text:
-                kept.append(text)
-                if first is None:
-                    first = mid
+        mids = values[learnt.mid_at]
         self.state = "working"
-        if first is None:
-            return None
-        text = kept[0] if len(kept) == 1 else "".join(kept)
+        if seen.isdisjoint(mids) and len(set(mids)) == count:  # all new: set operations
+            seen.update(mids)
+            text = "".join(texts)
+            if not text:
+                return None
+            first = mids[0] if texts[0] else next(m for m, t in zip(mids, texts, strict=True) if t)
+        else:
+            first, kept = None, []
+            for mid, t in zip(mids, texts, strict=True):
+                if mid in seen:
+                    continue
+                seen.add(mid)
+                if t:
+                    kept.append(t)
+                    if first is None:
+                        first = mid
+            if first is None:
+                return None
+            text = "".join(kept)
         self.turn_text.append(text)
         return _put(out, first, text, joins)
 

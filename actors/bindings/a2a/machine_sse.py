@@ -1,10 +1,10 @@
 """Sans-io SSE: ``text/event-stream`` bytes in, each event's ``data`` out (WHATWG §9.2.6).
 
-The shell reads streams with ``httpx-sse`` (a maintained parser); this is the
-same interpretation as bytes in / payloads out with no I/O, for the places
-that have bytes and no HTTP response: the frames bench, recorded traffic,
-replay.  A2A only needs ``data``: every event is one JSON-RPC response on one
-``data:`` line (a2a-sdk), so the common case — an event that is exactly one
+The connector reads every stream through it (one HTTP read's events are one
+machine step), and so do the frames bench and recorded traffic; ``httpx-sse``'s
+parser is its test oracle (``tests/driver_a2a/test_fuzz.py``).  A2A only needs
+``data``: every event is one JSON-RPC response on one ``data:`` line (a2a-sdk),
+so the common case — an event that is exactly one
 ``data: …`` line — is split out with bytes operations; anything else (several
 data lines, ``event:`` / ``id:`` fields, comments such as a2a-sdk's
 ``: ping``) goes through the general line rules:
