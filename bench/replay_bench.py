@@ -32,6 +32,7 @@ from trio_cap.events.clock import StepClock
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import SessionCreated
 from trio_cap.events.log import FileEventLog, MemoryEventLog
+from trio_cap.events.log.records import MAGIC, encode_into
 from trio_cap.events.replay import replay
 
 TASK = "plan: a; b\nthink: first\nwrite f.txt: hello\nask: pick [x|y]\nsome words here"
@@ -49,35 +50,45 @@ async def _one_session(cwd: str, record: str, log: MemoryEventLog | None = None)
     return log.read()
 
 
-def _clone(template: list[Envelope], total: int) -> list[tuple[str, int | None, object]]:
-    """(stream, cause, event) rows: the template session again and again, seqs shifted."""
-    rows = []
-    n = len(template)
-    k = 0
-    while len(rows) < total:
-        sid = f"sess-b{k}"
-        shift = k * n
-        for env in template:
-            ev = env.event
-            if type(ev) is SessionCreated:
-                ev = msgspec.structs.replace(ev, session_id=sid)
-            cause = env.cause + shift - (template[0].seq - 1) if env.cause is not None else None
-            rows.append((sid, cause, ev))
-        k += 1
-    return rows[: total - total % n]
+def _runs(template: list[Envelope]) -> list[tuple[int | None, list]]:
+    """The template's appends: (cause, events) for each run of one cause, as the actor
+    appends them (one stream: the session's)."""
+    runs: list[tuple[int | None, list]] = []
+    for env in template:
+        if runs and runs[-1][0] == env.cause and len(runs[-1][1]) <= 4000:
+            runs[-1][1].append(env.event)
+        else:
+            runs.append((env.cause, [env.event]))
+    return runs
 
 
-async def _write(path: str, rows) -> int:
-    async with FileEventLog(path, fsync="never") as log:
-        i = 0
-        while i < len(rows):  # one append per run of same stream and cause, as the actor does
-            j = i
-            while j + 1 < len(rows) and rows[j + 1][:2] == rows[i][:2] and j - i < 4000:
-                j += 1
-            await log.append([r[2] for r in rows[i : j + 1]], stream=rows[i][0],
-                             cause=rows[i][1])
-            i = j + 1
-        return log.last_seq
+def _write(path: str, template: list[Envelope], total: int) -> int:
+    """The template session again and again under new session ids (seqs and causes
+    shifted) until ``total`` events, as a file log: one record per append, as
+    FileEventLog writes it, encoded straight into the file (250,000 awaited appends took
+    17–23 s of the bench; the bytes are the same but for ``at``).  The check opens it as
+    any log: a record it could not read would show."""
+    runs = _runs(template)
+    base = template[0].seq - 1
+    at = time.time()
+    seq = 0
+    buf = bytearray(MAGIC)
+    with open(path, "wb") as out:
+        for k in range(total // len(template)):
+            sid = f"sess-b{k}"
+            shift = seq - base
+            for cause, events in runs:
+                if type(events[0]) is SessionCreated:
+                    events = [msgspec.structs.replace(events[0], session_id=sid), *events[1:]]
+                cause = cause + shift if cause is not None else None
+                encode_into([Envelope(seq + 1 + i, at, sid, cause, ev)
+                             for i, ev in enumerate(events)], buf)
+                seq += len(events)
+            if len(buf) >= 1 << 22:
+                out.write(buf)
+                buf.clear()
+        out.write(buf)
+    return seq
 
 
 def _windows(log: FileEventLog, size: int = 65536):
@@ -91,11 +102,9 @@ def run(quick: bool = False) -> None:
     total = 100_000 if quick else 1_000_000
     with tempfile.TemporaryDirectory() as tmp:
         template = [e for e in trio.run(_one_session, tmp, "frames") if e.stream]
-        rows = _clone(template, total)
         path = os.path.join(tmp, "big.caplog")
         started = time.perf_counter()
-        events = trio.run(_write, path, rows)
-        del rows
+        events = _write(path, template, total)
         print(f"replay: a log of {events:,} events ({events // len(template):,} sessions of "
               f"{len(template)} recorded events) written in {time.perf_counter() - started:.1f} s")
 
@@ -140,7 +149,7 @@ def run(quick: bool = False) -> None:
         row("  of which: the file log's open + read alone", rates["read"])
         row("  of which: re-running the machines, events in memory", rates["machines"])
 
-        sessions = 20 if quick else 200
+        sessions = 20 if quick else 60
 
         def sessions_with(record: str):
             async def many() -> int:
