@@ -70,14 +70,9 @@ def resume_command(args: argparse.Namespace) -> int:
         print(f"cap fleet resume: fleet {name} in {path} already ended ({point.ended}); "
               "nothing to resume", file=sys.stderr)
         return EXIT_OK if point.ended == "completed" else EXIT_FAILED
-    if point.machine is None:
-        trio.run(log.aclose)
-        print(f"cap fleet resume: fleet {name} in {path} died before every member's session "
-              "started (nothing was delivered yet): run it again with cap fleet run",
-              file=sys.stderr)
-        return EXIT_FAILED
+    started = f"; {len(point.missing)} to start" if point.machine is None else ""
     print(f"cap fleet resume: resuming fleet {name} of {path} (after seq {point.after_seq}): "
-          f"{len(point.live_sessions)} sessions to pick up", file=sys.stderr)
+          f"{len(point.live_sessions)} sessions to pick up{started}", file=sys.stderr)
     outcome = trio.run(_resume, fleet, log, point)
     if outcome.completed:
         print(f"cap fleet: {fleet.name} completed (spent ${outcome.spent_usd:.4f}); "

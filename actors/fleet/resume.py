@@ -62,7 +62,7 @@ from trio_cap.events.kinds import (
 
 _SESSION_END = (SessionCompleted, SessionCancelled, SessionFailed)
 _BEFORE_MACHINE = ("fleet.started", "fleet.worktree", "fleet.setup", "fleet.member",
-                   "fleet.archive")
+                   "fleet.archive", "fleet.run_resumed")
 
 
 class CannotResumeFleet(Exception):
@@ -88,7 +88,10 @@ class FleetPoint:
     members: dict[str, MemberLog]
     """Every member whose session was started (``fleet.member``), by id."""
     machine: FleetMachine | None = None
-    """None: the run died before every member's session started."""
+    """None: the run died before every member's session started (then nothing was
+    delivered: the missing sessions are started and the machine begins)."""
+    setup_done: bool = False
+    """Whether the setup steps had finished (a member's session started after them)."""
     unlogged: list[Emit] = attrs.field(factory=list)
     claimed: list[Emit] = attrs.field(factory=list)
     deliver: list[Deliver] = attrs.field(factory=list)
@@ -104,6 +107,11 @@ class FleetPoint:
     """``completed`` / ``failed`` when the fleet's stream already ended."""
     diffed: set[str] = attrs.field(factory=set)
     """Members whose final diff is already attached (``cap.artifact``)."""
+
+    @property
+    def missing(self) -> list[str]:
+        """Members with no session yet (the run died while it started them), file order."""
+        return [m for m in self.started.members if m not in self.members]
 
     @property
     def live_sessions(self) -> list[MemberLog]:
@@ -178,6 +186,7 @@ class _Replay:
                 if type(ev) is FleetWorktree:
                     point.worktrees[ev.member] = ev
                 elif type(ev) is FleetMember:
+                    point.setup_done = True
                     sessions[ev.member] = ev.session_id
                     self.cwds[ev.member] = ev.cwd
                     if len(sessions) == len(self.fleet.sessions):

@@ -20,6 +20,7 @@ import trio
 
 from trio_cap.actors.fleet import worktrees
 from trio_cap.actors.fleet.answer_shell import open_answerer
+from trio_cap.actors.fleet.machine import FleetMachine
 from trio_cap.actors.fleet.model import Fleet, Member
 from trio_cap.actors.fleet.resume import FleetPoint, MemberLog, actions, wakes
 from trio_cap.actors.fleet.runner import (
@@ -44,6 +45,7 @@ from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import (
     TERMINAL_EVENTS,
     Artifact,
+    FleetFailed,
     InputInjected,
     RunStarted,
     SessionStarting,
@@ -72,6 +74,9 @@ def _workdirs(fleet: Fleet, point: FleetPoint) -> dict[str, worktrees.Workdir]:
     out = {}
     for mid in fleet.ids:
         wt = point.worktrees.get(mid)
+        if wt is None and fleet.worktrees != "none":
+            raise FleetSetupError(f"the run died before it logged {mid}'s working "
+                                  "directory: run the fleet again (cap fleet run)")
         if wt is None:
             log = point.members.get(mid)
             out[mid] = worktrees.Workdir(mid, log.cwd if log else point.started.repo, "none")
@@ -89,7 +94,6 @@ class _ResumeShell(_Shell):
 
     async def resume(self, point: FleetPoint, dirs: dict[str, worktrees.Workdir],
                      starts: list[Callable[[], Awaitable[Session]]]) -> FleetOutcome:
-        assert point.machine is not None
         self.machine = point.machine
         self.workdirs = dirs
         self.diffed = set(point.diffed)
@@ -103,18 +107,48 @@ class _ResumeShell(_Shell):
             for member, start in zip([m.member for m in point.live_sessions], starts,
                                      strict=True):
                 self.sessions[member] = await start()
-            for output in [*actions(point), *wakes(point, self.orch.clock.now())]:
+            outputs = [*actions(point), *wakes(point, self.orch.clock.now())]
+            if point.machine is None:  # it died while starting: start the rest, then begin
+                if not await self._start_the_rest(point):
+                    nursery.cancel_scope.cancel()
+                    return self._done(first)
+                follow_from = self.orch.log.last_seq + 1
+                outputs = self.machine.start()  # type: ignore[union-attr]
+            for output in outputs:
                 self.send.send_nowait(output)
             for member in point.cancel:
                 nursery.start_soon(self._cancel_rerun, member, follow_from)
             nursery.start_soon(self._follow, follow_from)
             await self._execute(nursery)
             nursery.cancel_scope.cancel()
+        return self._done(first)
+
+    def _done(self, first: int) -> FleetOutcome:
         if self.on_event is not None:
             for env in self.orch.log.read(max(self.printed, first - 1) + 1):
                 self.on_event(env)
         assert self.outcome is not None
         return self.outcome
+
+    async def _start_the_rest(self, point: FleetPoint) -> bool:
+        """The setup steps (again, when no session had started: they had not finished)
+        and the sessions the dead run had not started, then a fresh machine; False when
+        setup failed (the fleet has ended failed)."""
+        if not point.setup_done:
+            failed = await self._setup()
+            if failed is not None:
+                self.ended = True
+                reason = (f"setup of {failed.member} failed at step {failed.step} "
+                          f"({failed.action} {failed.what}): {failed.detail}")
+                await self.emit(FleetFailed(fleet=self.fleet.name, reason=reason))
+                self.outcome = FleetOutcome(False, reason, self.stream, 0.0)
+                return False
+        await self._start_sessions(only=set(point.missing))
+        ids = {m: log.session_id for m, log in point.members.items()}
+        ids.update({m: s.id for m, s in self.sessions.items()})
+        self.machine = FleetMachine(self.fleet, {m: ids[m] for m in self.fleet.ids},
+                                    {m: wd.path for m, wd in self.workdirs.items()})
+        return True
 
     async def judge(self, point: FleetPoint) -> list[Callable[[], Awaitable[Session]]]:
         """Every member session that had not ended, judged before anything is written (a

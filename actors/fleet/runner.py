@@ -266,7 +266,9 @@ class _Shell:
                     nursery.start_soon(one, wd)
         return failed[0] if failed else None
 
-    async def _start_sessions(self) -> None:
+    async def _start_sessions(self, only: set[str] | None = None) -> None:
+        """Every member's session (``only``: those members', for a resume that found the
+        others started)."""
         fleet = self.fleet
         try:
             answerer = await open_answerer(fleet, self.emit)
@@ -276,6 +278,8 @@ class _Shell:
             await self.emit(FleetFailed(fleet=fleet.name, reason=why))
             raise FleetSetupError(why) from None
         for member in fleet.sessions:
+            if only is not None and member.id not in only:
+                continue
             sid = session_id(fleet.name, member.id)
             allow_tools, deny_tools = fleet.tools(member)
             try:

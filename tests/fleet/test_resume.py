@@ -168,6 +168,7 @@ def assert_exactly_once(after: list, fleet: str) -> None:
 
 
 KILL_POINTS = [
+    ("fleet.member", 1),             # starting up: one session started, three not yet
     ("session.working", 1),          # the lead's first turn in flight
     ("fleet.message.delivered", 2),  # the fan-out half delivered
     ("session.turn_ended", 3),       # a worker done, the fleet not yet answering
@@ -359,6 +360,19 @@ def test_a_working_directory_that_is_gone_is_an_error(tmp_path):
     result = cap("fleet", "resume", "run.caplog", cwd=tmp_path)
     assert_clean(result, 2, f"en's working directory {en} is gone")
     assert not any(e.kind == "fleet.run_resumed" for e in read_log(tmp_path / "run.caplog"))
+
+
+def test_a_run_cut_before_it_logged_its_working_directories_is_refused(tmp_path):
+    write_fleet(tmp_path)
+    assert_clean(cap("fleet", "run", "fleet.toml", "--log", "full.caplog", "--headless",
+                     cwd=tmp_path), 0)
+    full = (tmp_path / "full.caplog").read_bytes()
+    for cut in range(len(full) - 1, 0, -8):  # only fleet.started left
+        (tmp_path / "run.caplog").write_bytes(full[:cut])
+        if [e.kind for e in read_log(tmp_path / "run.caplog")] == ["fleet.started"]:
+            break
+    assert_clean(cap("fleet", "resume", "run.caplog", cwd=tmp_path), 2,
+                 "the run died before it logged lead's working directory")
 
 
 def test_a_changed_fleet_file_is_refused(tmp_path):
