@@ -51,6 +51,7 @@ from trio_cap.events.log.records import (
     HEADER_SIZE,
     MAGIC,
     decode_envelopes,
+    decode_joined,
     encode_into,
     lost_envelopes,
 )
@@ -406,6 +407,17 @@ class FileEventLog(EventLog):
                 end = after
                 k += 1
             data = memoryview(_read_all(self._fd, start, end - start))
+            first = firsts[i]
+            count = (firsts[k + 1] if k + 1 < records else self._next_seq) - first
+            joined = decode_joined([data[offsets[j] - start + HEADER_SIZE :
+                                         offsets[j] - start + HEADER_SIZE + lengths[j]]
+                                    for j in range(i, k + 1)], first, count) if k > i else None
+            if joined is not None:
+                if first < from_seq or first + count - 1 > to_seq:
+                    joined = joined[max(from_seq - first, 0) : to_seq - first + 1]
+                yield joined
+                i = k + 1
+                continue
             for j in range(i, k + 1):
                 body = offsets[j] - start + HEADER_SIZE
                 first = firsts[j]

@@ -245,6 +245,29 @@ def decode_envelopes(payload: bytes | memoryview, first: int, count: int) -> lis
     return decode_payload(payload, first, count).envs
 
 
+def decode_joined(payloads: Sequence[memoryview], first: int, count: int
+                  ) -> list[Envelope] | None:
+    """The envelopes of adjacent records in one decode (their arrays' items joined under
+    one array header), or None when that is not plainly possible — a record with any
+    problem is then decoded on its own by :func:`decode_envelopes`, which says what.
+    A whole-log reader decodes ~250,000 records per million events: one call for a few
+    MiB of them saves a decode call and a seq check per record."""
+    joined = bytearray(b"\xdd" + count.to_bytes(4, "big"))
+    for payload in payloads:
+        b = payload[0] if payload else 0
+        skip = 1 if 0x90 <= b <= 0x9F else 3 if b == 0xDC else 5 if b == 0xDD else 0
+        if not skip:
+            return None
+        joined += payload[skip:]
+    try:
+        envs = _typed.decode(joined)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    if len(envs) == count and list(map(_SEQ, envs)) == list(range(first, first + count)):
+        return envs
+    return None
+
+
 def _decode_leniently(payload, first: int, count: int) -> Decoded:
     try:
         raws = _raws.decode(payload)
