@@ -33,6 +33,9 @@ import msgspec
 __all__ = ["Shape", "decode_holes", "learn"]
 
 _strings = msgspec.json.Decoder(list[str])
+_MARKED = tuple(f"\x01{k}" for k in range(8))
+"""The probe's marker strings, hole by hole (a shape has a few holes), and as JSON:"""
+_MARKS = tuple(b"\\u0001" + str(k).encode() for k in range(8))
 _QUOTE = 0x22
 _BACKSLASH = 0x5C
 
@@ -195,23 +198,26 @@ def learn(data: bytes, names: tuple[str, ...], optional: frozenset[str],
     spans = []
     for name in names:
         span = _value_span(data, name)
-        if span is None:
-            if name in optional:
-                continue
+        if span is not None:
+            spans.append((*span, name))
+        elif name not in optional:
             return None
-        spans.append((span, name))
     spans.sort()
-    segments, at = [], 0
-    for (start, end), _ in spans:
+    segments: list[bytes] = []
+    probe: list[bytes] = []
+    markers: dict[str, str] = {}
+    at = 0
+    for k, (start, end, name) in enumerate(spans):
         if start < at:
             return None
-        segments.append(data[at:start])
+        segment = data[at:start]
+        segments.append(segment)
+        probe += (segment, _MARKS[k])
+        markers[name] = _MARKED[k]
         at = end
     segments.append(data[at:])
-    order = tuple(name for _, name in spans)
-    markers = {name: f"\x01{i}" for i, name in enumerate(order)}
-    probe = segments[0] + b"".join(
-        b"\\u0001" + str(i).encode() + seg for i, seg in enumerate(segments[1:]))
-    if not check(probe, markers):
+    probe.append(segments[-1])
+    if not check(b"".join(probe), markers):
         return None
-    return Shape(segments, order, [end - start for (start, end), _ in spans[:-1]])
+    return Shape(segments, tuple(name for _, _, name in spans),
+                 [end - start for start, end, _ in spans[:-1]])

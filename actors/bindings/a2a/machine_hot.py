@@ -166,7 +166,7 @@ class HotPath:
             st = self.artifacts.get(aid)  # type: ignore[arg-type]
             if st is None or not _plain(st):
                 return None
-            names, optional, fields, ctx, mid = _ARTIFACT, _NONE, _artifact_text, au.context_id, aid
+            names, optional, check, ctx, mid = _ARTIFACT, _NONE, _CHECK_ARTIFACT, au.context_id, aid
         else:
             u = result.status_update
             if u is None or u.task_id != task or u.status.state != _WORKING:
@@ -175,7 +175,7 @@ class HotPath:
             if msg is None or not is_agent(msg.role) or len(msg.parts) != 1 \
                     or part_view(msg.parts[0])[0] != TEXT:
                 return None
-            names, optional, fields, ctx, mid = _STATUS, _OPTIONAL, _status_text, u.context_id, \
+            names, optional, check, ctx, mid = _STATUS, _OPTIONAL, _CHECK_STATUS, u.context_id, \
                 msg.message_id
             aid = None
         learnt_rid, tries = self._learns
@@ -183,7 +183,7 @@ class HotPath:
             tries = 0
         if tries < _LEARNS:
             self._learns = (rid, tries + 1)
-            shape = learn(data, names, optional, _checker(fields))
+            shape = learn(data, names, optional, check)
             if shape is not None:
                 self._learnt = _Learnt(shape, rid, task, ctx, aid)  # type: ignore[arg-type]
         return mid, aid  # type: ignore[return-value]
@@ -269,3 +269,7 @@ def _checker(fields: Any) -> Any:
         got = fields(env)
         return all(got.get(name) == marker for name, marker in markers.items())
     return check
+
+
+_CHECK_ARTIFACT = _checker(_artifact_text)
+_CHECK_STATUS = _checker(_status_text)
