@@ -247,15 +247,17 @@ class SessionReplay:
                     raise
             elif kind is Send:
                 if self.conn:
-                    self._append([out.frame], out.cause)  # type: ignore[union-attr]
-                    if binding is not None:
-                        self._append(binding.send([out.frame]), out.cause)  # type: ignore[union-attr]
+                    self._append((out.frame,), out.cause)  # type: ignore[union-attr]
+                    written = binding.send((out.frame,)) if binding is not None else None  # type: ignore[union-attr]
+                    if written:
+                        self._append(written, out.cause)  # type: ignore[union-attr]
             elif kind is CancelAgent:
                 if self.conn:
                     self._append([Cancel(scope=out.scope, reason=out.reason)],  # type: ignore[union-attr]
                                  out.cause)  # type: ignore[union-attr]
-                    if binding is not None:
-                        self._append(binding.cancel(out.scope), out.cause)  # type: ignore[union-attr]
+                    written = binding.cancel(out.scope) if binding is not None else None  # type: ignore[union-attr]
+                    if written:
+                        self._append(written, out.cause)  # type: ignore[union-attr]
             elif kind is Close:
                 pass
 
@@ -269,9 +271,15 @@ class SessionReplay:
     # ---- inbox messages, as SessionActor handles them ---------------------------
     def _absorb(self, events: Sequence[Event]) -> None:
         """One AgentBatch: admitted and given its recorded path facts, as the actor does."""
+        admitted = self.machine.admit(events)
+        if type(admitted) is not list:
+            admitted = list(admitted)
+        if PermissionRequest not in map(type, admitted):  # most batches: nothing to add
+            self.pending.extend(admitted)
+            return
         out: list[Event] = []
         rec = self.rec
-        for ev in self.machine.admit(events):
+        for ev in admitted:
             if type(ev) is PermissionRequest:
                 # the fact the actor looked up sits just before its request in the log
                 at = self.pos + len(self.pending) + len(out)
@@ -416,10 +424,10 @@ class SessionReplay:
             return self.pos
 
     def _run(self) -> int:
-        rec = self.rec
-        self._apply(self.machine.create())
+        rec, machine = self.rec, self.machine
+        self._apply(machine.create())
         while True:
-            if self.machine.terminal:
+            if machine.terminal:
                 if self.pos < len(rec):  # the actor takes nothing after the end
                     raise Divergence(self.sid, rec[self.pos].seq, rec[self.pos], None)
                 return self.pos
