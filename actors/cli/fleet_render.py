@@ -19,6 +19,7 @@ from trio_cap.events.kinds import (
     FleetPaused,
     FleetResumed,
     FleetRoute,
+    FleetRunResumed,
     FleetSetup,
     FleetStarted,
     FleetTouched,
@@ -93,6 +94,14 @@ def describe_fleet(ev: object) -> str | None:
             return f"{ev.member}: resumed after its rate limit (attempt {ev.attempt})"
         case FleetGaveUp():
             return f"{ev.member}: gave up: {ev.reason}"
+        case FleetRunResumed():
+            parts = [f"{len(ev.sessions)} session(s) picked up"]
+            parts += [f"{name} {', '.join(ids)}" for name, ids in (
+                ("re-run", ev.redelivered), ("to deliver", ev.delivering),
+                ("paused", ev.paused)) if ids]
+            if ev.unlogged:
+                parts.append(f"{ev.unlogged} lost decision(s) written")
+            return f"fleet {ev.fleet} resumed after seq {ev.after_seq}: {'; '.join(parts)}"
         case FleetCompleted():
             return f"fleet {ev.fleet} completed, spent ${ev.spent_usd:.4f}"
         case FleetFailed():

@@ -55,6 +55,7 @@ from trio_cap.events.kinds import (
     InputInjected,
     SessionCancelled,
     SessionCompleted,
+    SessionCreated,
     SessionFailed,
     SessionOwned,
     SessionWorking,
@@ -78,6 +79,9 @@ class MemberLog:
     cwd: str
     recorded: tuple[Envelope, ...]
     ended: bool
+    listed: bool = True
+    """Whether its ``fleet.member`` is in the log (the run may have died between the
+    session's creation and that record: the resume writes it)."""
 
 
 @attrs.define
@@ -203,10 +207,16 @@ class _Replay:
                 member_events.setdefault(env.stream, []).append(env)
             if point.machine is not None and env.stream in point.machine.by_stream:
                 self._take(point.machine.observe(env.stream, env.seq, ev, env.at))
-        for member, sid in sessions.items():
+        for member in self.fleet.ids:
+            listed = member in sessions
+            sid = sessions.get(member, f"{self.fleet.name}.{member}")
             recorded = tuple(member_events.get(sid, ()))
+            created = next((e.event for e in recorded if type(e.event) is SessionCreated), None)
+            if not listed and created is None:
+                continue  # never started
+            cwd = self.cwds[member] if listed else created.cwd  # type: ignore[union-attr]
             ended = any(type(e.event) in _SESSION_END for e in recorded)
-            point.members[member] = MemberLog(member, sid, self.cwds[member], recorded, ended)
+            point.members[member] = MemberLog(member, sid, cwd, recorded, ended, listed)
         if point.machine is not None:
             self._settle()
         return point

@@ -46,6 +46,7 @@ from trio_cap.events.kinds import (
     TERMINAL_EVENTS,
     Artifact,
     FleetFailed,
+    FleetMember,
     InputInjected,
     RunStarted,
     SessionStarting,
@@ -104,9 +105,14 @@ class _ResumeShell(_Shell):
             await self.emit(point.resumed_event())
             follow_from = self.orch.log.last_seq + 1
             await self._open_answerer(bool(starts))
-            for member, start in zip([m.member for m in point.live_sessions], starts,
-                                     strict=True):
-                self.sessions[member] = await start()
+            for log, start in zip(point.live_sessions, starts, strict=True):
+                session = self.sessions[log.member] = await start()
+                if not log.listed:  # created, then the run died before it said whose
+                    member = self.fleet.member(log.member)
+                    await self.emit(FleetMember(
+                        member=log.member, session_id=log.session_id,
+                        agent=session.view.agent if session.view else member.agent,
+                        cwd=log.cwd, budget_usd=member.budget_usd))
             outputs = [*actions(point), *wakes(point, self.orch.clock.now())]
             if point.machine is None:  # it died while starting: start the rest, then begin
                 if not await self._start_the_rest(point):

@@ -190,6 +190,7 @@ def test_kill_9_then_resume_completes_with_each_message_consumed_once(tmp_path, 
     assert after[: len(before)] == before  # every acknowledged event, unchanged
     (resumed,) = [e for e in after if e.kind == "fleet.run_resumed"]
     assert resumed.seq == len(before) + 1 and resumed.event.after_seq == len(before)
+    assert f"fleet crash resumed after seq {len(before)}: " in result.stdout
     assert [e.kind for e in after if e.stream == "fleet:crash"][-1] == "fleet.completed"
     assert_exactly_once(after, "crash")
     # the spend carried over: the fleet's total is every usage the log holds, once
@@ -373,6 +374,31 @@ def test_a_run_cut_before_it_logged_its_working_directories_is_refused(tmp_path)
             break
     assert_clean(cap("fleet", "resume", "run.caplog", cwd=tmp_path), 2,
                  "the run died before it logged lead's working directory")
+
+
+def test_a_session_created_whose_fleet_member_record_was_lost_is_picked_up(tmp_path):
+    """The run died between a member's session.created and its fleet.member: the resume
+    picks that session up (a second session.created on its stream would not replay) and
+    writes the record."""
+    write_fleet(tmp_path)
+    assert_clean(cap("fleet", "run", "fleet.toml", "--log", "full.caplog", "--headless",
+                     cwd=tmp_path), 0)
+    full = (tmp_path / "full.caplog").read_bytes()
+    for cut in range(len(full) - 1, 0, -8):
+        (tmp_path / "run.caplog").write_bytes(full[:cut])
+        kinds = [(e.stream, e.kind) for e in read_log(tmp_path / "run.caplog")]
+        if ("crash.en", "session.created") in kinds and kinds[-1][0] == "crash.en" \
+                and kinds.count(("fleet:crash", "fleet.member")) == 1:
+            break
+    else:
+        pytest.fail("no cut between en's session.created and its fleet.member")
+    assert_clean(cap("fleet", "resume", "run.caplog", cwd=tmp_path), 0, "crash completed")
+    after = read_log(tmp_path / "run.caplog")
+    assert [e.event.member for e in after if e.kind == "fleet.member"] == [
+        "lead", "en", "fr", "reviewer"]
+    assert len([e for e in after if e.kind == "session.created"]) == 4
+    assert_exactly_once(after, "crash")
+    assert_clean(cap("replay", "run.caplog", "--check", cwd=tmp_path), 0, "identically")
 
 
 def test_a_changed_fleet_file_is_refused(tmp_path):
