@@ -577,13 +577,13 @@ def check_sessions(streams: dict[str, list[Envelope]], only: str | None = None,
 def _recorded_frozen() -> Iterator[None]:
     """The recorded log (a million objects for a big one) lives, unchanged, for the whole
     check: frozen out of the cycle collector's sight, its full passes walk only what the
-    replay makes (they walked the whole log, again and again: a tenth of the check).  Left
-    alone when someone else froze the heap (a frozen heap is theirs to thaw)."""
-    if gc.get_freeze_count():
-        yield
-        return
+    replay makes (they walked the whole log, again and again: a tenth of the check).  A
+    heap frozen before (``cap`` freezes at start, :func:`trio_cap.tune_gc`) stays frozen,
+    the log with it: its objects are freed by reference counting all the same."""
+    frozen_before = gc.get_freeze_count()
     gc.freeze()
     try:
         yield
     finally:
-        gc.unfreeze()
+        if not frozen_before:
+            gc.unfreeze()

@@ -25,3 +25,28 @@ def test_the_nodes_ownership_record_and_other_sessions_are_left_out():
         "a": [2, 5], "b": [3]}
     assert [e.seq for e in group_sessions([envs], only="a")["a"]] == [2, 5]
     assert list(group_sessions([envs], only="b")) == ["b"]
+
+
+def test_reading_and_checking_leave_the_collector_as_they_found_it():
+    import gc
+
+    from trio_cap.actors.replay.check import check_sessions
+
+    envs = [_env(1, "a"), _env(2, "b")]
+    gc.unfreeze()  # whatever an earlier test in this process froze (cap's tune_gc does)
+    assert gc.isenabled()
+    streams = group_sessions([envs])
+    check_sessions(streams)  # no session.created: nothing replayed, the heap frozen a while
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        group_sessions([envs])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    gc.freeze()  # as cap does at start: stays frozen
+    try:
+        check_sessions(streams)
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
