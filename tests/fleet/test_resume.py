@@ -10,6 +10,8 @@ a re-run turn as the first one would have).
 
 from __future__ import annotations
 
+import os
+import random
 import select
 import signal
 import subprocess
@@ -204,6 +206,34 @@ def test_kill_9_then_resume_completes_with_each_message_consumed_once(tmp_path, 
     assert_clean(cap("replay", "run.caplog", "--check", cwd=tmp_path), 0, "identically")
     assert_clean(cap("fleet", "resume", "run.caplog", cwd=tmp_path), 0,
                  "already ended (completed); nothing to resume")
+
+
+TRIALS = int(os.environ.get("CAP_FLEET_RESUME_TRIALS", "6"))
+
+
+def test_kill_9_at_random_points_then_resume(tmp_path):
+    """Besides the chosen points: kills at random moments of the run (the sleep is the
+    random kill point, not a synchronisation)."""
+    rng = random.Random(int(os.environ.get("CAP_FLEET_RESUME_SEED", "14")))
+    for trial in range(TRIALS):
+        cwd = tmp_path / f"t{trial}"
+        write_fleet(cwd)
+        proc = start(cwd, "run", "fleet.toml", "--log", "run.caplog", "--headless")
+        try:
+            wait_for(proc, "fleet.started")
+            time.sleep(rng.uniform(0.0, 1.4))
+        finally:
+            kill(proc)
+        before = read_log(cwd / "run.caplog")
+        result = cap("fleet", "resume", "run.caplog", cwd=cwd)
+        if any(e.kind == "fleet.completed" for e in before):
+            assert_clean(result, 0, "already ended (completed)")
+            continue
+        assert_clean(result, 0, "crash completed")
+        after = read_log(cwd / "run.caplog")
+        assert after[: len(before)] == before
+        assert_exactly_once(after, "crash")
+        assert_clean(cap("replay", "run.caplog", "--check", cwd=cwd), 0, "identically")
 
 
 def test_a_resume_killed_too_is_resumed_again(tmp_path):
