@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fleet.helpers import git
 from tests.replay.helpers import CAP, WITH_CAP, assert_clean, cap, read_log
 
 BOUND = 120.0
@@ -525,3 +526,22 @@ def test_a_race_losers_cut_turn_is_cancelled_again_when_its_rerun_starts(tmp_pat
                 and e.kind == "session.turn_ended"]
     assert ended.stop_reason == "cancelled"
     assert_exactly_once(after, "race")
+
+
+def test_git_worktrees_are_reused_and_a_wind_up_cut_short_attaches_each_diff_once(tmp_path):
+    repo = tmp_path / "repo"
+    write_fleet(repo, CRASH.replace('worktrees = "dirs"', 'worktrees = "git"'))
+    (repo / ".gitignore").write_text(".cap/\n.cap-worktrees/\n*.toml\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".gitignore")
+    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "init")
+    before = killed_at(repo, "cap.artifact")  # winding up: the first diff attached
+    branches = git(repo, "branch", "--list", "cap/*")
+    result = cap("fleet", "resume", "run.caplog", cwd=repo)
+    assert_clean(result, 0, "crash completed")
+    after = read_log(repo / "run.caplog")
+    assert after[: len(before)] == before
+    diffs = Counter(e.event.name for e in after if e.kind == "cap.artifact")
+    assert diffs == Counter({f"{m}.diff": 1 for m in ("lead", "en", "fr", "reviewer")})
+    assert git(repo, "branch", "--list", "cap/*") == branches  # none made
+    assert_exactly_once(after, "crash")
