@@ -65,6 +65,9 @@ def resume_command(args: argparse.Namespace) -> int:
     except BaseException:
         trio.run(log.aclose)
         raise
+    if log.recovered:
+        print(f"cap fleet resume: {path}: cut a torn tail of {log.recovered.dropped_bytes} "
+              f"bytes ({log.recovered.detail})", file=sys.stderr)
     if point.ended is not None:
         trio.run(log.aclose)
         print(f"cap fleet resume: fleet {name} in {path} already ended ({point.ended}); "

@@ -545,3 +545,26 @@ def test_git_worktrees_are_reused_and_a_wind_up_cut_short_attaches_each_diff_onc
     assert diffs == Counter({f"{m}.diff": 1 for m in ("lead", "en", "fr", "reviewer")})
     assert git(repo, "branch", "--list", "cap/*") == branches  # none made
     assert_exactly_once(after, "crash")
+
+
+def test_a_torn_last_append_is_cut_and_the_fleet_resumed(tmp_path):
+    """A power loss mid-append: the log's torn tail is cut (said in one line), then the
+    resume goes on as after a kill."""
+    write_fleet(tmp_path)
+    assert_clean(cap("fleet", "run", "fleet.toml", "--log", "full.caplog", "--headless",
+                     cwd=tmp_path), 0)
+    full = (tmp_path / "full.caplog").read_bytes()
+    log = tmp_path / "run.caplog"
+
+    def events_in(size: int) -> int:
+        log.write_bytes(full[:size])
+        return len(read_log(log))
+
+    end = len(full) * 2 // 3  # walk back to where a record ends, then tear the next one
+    while events_in(end) == events_in(end - 1):
+        end -= 1
+    log.write_bytes(full[: end + 5])
+    result = cap("fleet", "resume", "run.caplog", cwd=tmp_path)
+    assert_clean(result, 0, "crash completed")
+    assert "cut a torn tail of" in result.stderr
+    assert_exactly_once(read_log(tmp_path / "run.caplog"), "crash")
