@@ -240,7 +240,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
                    "actors.model_server", "actors.model_server.*", "actors.recording",
                    "actors.nodes", "actors.fleet.worktrees")),
     (4, "session actors", ("actors.session.actor", "actors.session.resolve")),
-    (5, "orchestrator", ("actors.orchestrator",)),
+    (5, "orchestrator", ("actors.orchestrator", "actors.session_handle")),
     (6, "brains that use the orchestrator", ("actors.bridge", "actors.fleet_face",
                                              "actors.brains",
                                              "actors.brains.*",
