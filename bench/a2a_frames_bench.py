@@ -149,7 +149,10 @@ def _a2a_sdk(payloads: list[str]) -> Callable[[], int]:
 
 
 def run(quick: bool = False) -> None:
-    n = 20_000 if quick else 100_000
+    # 40,000 events (~270 turns) keep the A2A rows near 45 s on the loaded 2-core machine
+    # (a2a-sdk's parse is nine tenths of it; 100,000 took ~115 s) and still give every
+    # contender five turns of ~0.1 s or more: enough for a median and its spread
+    n = 20_000 if quick else 40_000
     try:
         streams = corpus(n)
     except CorpusMissing as exc:
