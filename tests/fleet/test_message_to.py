@@ -98,3 +98,67 @@ def test_an_a2a_agents_cap_text_chunk_part_brings_its_message_to_along():
     (chunk,) = cap_event("cap.text_chunk", {"message_id": "m", "text": "hi",
                                             "_meta": {"cap.message_to": ["cap://f.b"]}})
     assert isinstance(chunk, TextChunk) and chunk.meta == {"cap.message_to": ["cap://f.b"]}
+
+
+def _acp_lines(*updates: dict) -> bytes:
+    return b"".join(msgspec.json.encode({
+        "jsonrpc": "2.0", "method": "session/update",
+        "params": {"sessionId": "sess_bench", "update": u}}) + b"\n" for u in updates)
+
+
+def test_an_acp_chunks_cap_meta_reaches_its_event_on_the_block_and_line_paths():
+    """The ACP client's hot path reads chunks without ``_meta``; a read naming a ``cap.``
+    key goes line by line, so the update's and the block's CAP keys reach the event (and
+    only those: the rest of ``_meta`` is the agent's)."""
+    from bench.acp_bench import new_client
+    from trio_cap.actors.bindings.acp.machine import events_of
+
+    to = {"cap.message_to": "cap://f.b", "vendor.x": 1}
+    data = _acp_lines(
+        {"sessionUpdate": "agent_message_chunk", "messageId": "m1",
+         "content": {"type": "text", "text": "plain "}},
+        {"sessionUpdate": "agent_message_chunk", "messageId": "m2", "_meta": to,
+         "content": {"type": "text", "text": "please "}},
+        {"sessionUpdate": "agent_message_chunk", "messageId": "m2",
+         "content": {"type": "text", "text": "review", "_meta": to}})
+    for read in (len(data), 7):
+        client = new_client()
+        out = []
+        for i in range(0, len(data), read):
+            out += events_of(client.receive_data(data[i:i + read]))
+        chunks = [(e.message_id, e.text, e.meta) for e in out if isinstance(e, TextChunk)]
+        assert chunks == [("m1", "plain ", None),
+                          ("m2", "please ", {"cap.message_to": "cap://f.b"}),
+                          ("m2", "review", {"cap.message_to": "cap://f.b"})]
+
+
+async def test_an_acp_agent_on_the_official_sdk_messages_a_member_through_meta(tmp_path):
+    """A real ACP agent (the official Python SDK) puts ``cap.message_to`` in ``_meta``:
+    the fleet delivers the message, once, and the member's reply turn consumes it."""
+    import shlex
+    from pathlib import Path
+
+    from tests.driver_acp.conftest import sdk_python
+
+    agent = Path(__file__).with_name("messenger_agent.py")
+    command = shlex.join([str(sdk_python()), str(agent), "cap://am.bob"])
+    (tmp_path / "fleet.toml").write_text(
+        f'name = "am"\ntask = "Coordinate."\nworktrees = "dirs"\n'
+        f'[[session]]\nid = "alice"\nagent = "acp:{command}"\n'
+        '[[session]]\nid = "bob"\nagent = "acp:' + command.replace("cap://am.bob", "nobody")
+        + '"\nstart = false\n')
+    outcome, log, live = await run_file(tmp_path / "fleet.toml")
+    assert outcome.completed, outcome.reason
+    queued = [e.event for e in events(log, "fleet.message.queued") if e.event.via == "message"]
+    assert [(q.source, q.target, q.text) for q in queued] == [
+        ("alice", "bob", "Message from alice: please review the plan")]
+    delivered = [d.event for d in events(log, "fleet.message.delivered")
+                 if d.event.message_id == queued[0].message_id]
+    assert len(delivered) == 1
+    inputs = [e.event.text for e in events(log, "input.injected", "am.bob")]
+    assert inputs == [queued[0].text]
+    states = {m.target: m.state for m in live.fleets["am"].messages.values()
+              if m.via == "message"}
+    assert states == {"bob": "consumed"}
+    assert msgspec.to_builtins(replay(log).fleets) == msgspec.to_builtins(live)
+    log.close()

@@ -202,14 +202,16 @@ def plan(event: Plan) -> f.Plan:
         for e in event.entries))
 
 
-def text(chunk: str, message_id: str | None, *, kind: str = "agent") -> f.SessionUpdate:
+def text(chunk: str, message_id: str | None, *, kind: str = "agent",
+         meta: dict[str, Any] | None = None) -> f.SessionUpdate:
+    """``meta``: an agent message's ``_meta`` (its CAP keys, e.g. ``cap.message_to``)."""
     content = f.TextContent(text=chunk)
     mid = message_id if message_id else UNSET
     if kind == "thought":
         return f.AgentThoughtChunk(content=content, message_id=mid)
     if kind == "user":
         return f.UserMessageChunk(content=content, message_id=mid)
-    return f.AgentMessageChunk(content=content, message_id=mid)
+    return f.AgentMessageChunk(content=content, message_id=mid, meta=meta or UNSET)
 
 
 def update(event: Event, cwd: str, calls: dict[str, CallView],
@@ -219,8 +221,10 @@ def update(event: Event, cwd: str, calls: dict[str, CallView],
         case TextChunk():
             if event.channel == "system":
                 return None
-            kind = "thought" if event.channel == "thought" else "agent"
-            return text(event.text, event.message_id, kind=kind)
+            if event.channel == "thought":
+                return text(event.text, event.message_id, kind="thought")
+            cap = {k: v for k, v in (event.meta or {}).items() if k.startswith("cap.")}
+            return text(event.text, event.message_id, meta=cap)
         case Thought():
             return text(event.text, event.message_id, kind="thought")
         case Plan():

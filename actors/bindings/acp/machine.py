@@ -140,6 +140,10 @@ _TERMINAL_METHODS = frozenset({f.TERMINAL_CREATE, f.TERMINAL_OUTPUT, f.TERMINAL_
                                f.TERMINAL_KILL, f.TERMINAL_RELEASE})
 
 
+_CAP_META = b'"cap.'
+"""Where a CAP key may start in a read (a key of ``_meta``, or quoted text)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Serve:
     """A reverse request only the shell can carry out; answer it with ``answer``/``refuse``."""
@@ -404,7 +408,14 @@ class AcpClient(Handshake):
 
     def _decode_block(self, block: bytes) -> list[Any]:
         """The reader's block decoder: once the session is known, its own (a line of any
-        other session sends the read line by line, where :meth:`_update` reports it)."""
+        other session sends the read line by line, where :meth:`_update` reports it).
+
+        A read naming a ``cap.`` key goes line by line too: the hot path's views have
+        no ``_meta``, and a text chunk's CAP ``_meta`` (``cap.message_to``, a message
+        to a fleet member) must reach its event.  One ``memchr``-speed search per
+        read; only agents that speak CAP in ``_meta`` (or text quoting it) pay."""
+        if _CAP_META in block:
+            raise ValueError("CAP _meta: read line by line")
         sid = self.session_id
         if sid is None:
             return f.decode_updates(block)

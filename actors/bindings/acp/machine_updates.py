@@ -10,7 +10,8 @@ update added, which is what the session's budget gate sums).  Pure: no I/O.
 update                                CAP event
 ====================================  ===================================================
 ``agent_message_chunk`` (text)        ``cap.text_chunk`` (``message_id`` = ``messageId``,
-                                      else one id per turn)
+                                      else one id per turn; ``cap.*`` keys of the
+                                      update's or block's ``_meta`` kept in ``meta``)
 ``agent_thought_chunk``               ``cap.thought``
 ``user_message_chunk``                ``cap.text_chunk`` channel ``system``,
                                       ``_meta.acp.role`` ``user``
@@ -68,6 +69,17 @@ _CHUNKS = frozenset({f.AgentMessageChunk, f.AgentThoughtChunk, f.MessageChunkVie
 _THOUGHTS = frozenset({f.AgentThoughtChunk, f.ThoughtChunkView})
 _TEXTS = frozenset({f.TextContent, f.TextView})
 _to_builtins = msgspec.to_builtins
+
+
+def cap_meta(update: Any, content: Any) -> dict[str, Any] | None:
+    """A text chunk's CAP keys (``cap.message_to``…) from the update's ``_meta`` and its
+    block's, or None: the rest of an agent's ``_meta`` is its own business."""
+    found: dict[str, Any] = {}
+    for holder in (update, content):
+        meta = getattr(holder, "meta", None)
+        if isinstance(meta, dict):
+            found.update((k, v) for k, v in meta.items() if k.startswith("cap."))
+    return found or None
 
 
 def raw(reason: str, text: str) -> AgentRaw:
@@ -177,8 +189,10 @@ class UpdateMapper:
             if type(content) in _TEXTS:
                 if not content.text:
                     return []  # claude-code-acp opens every message with an empty chunk
-                event = Thought if kind in _THOUGHTS else TextChunk
-                return [event(message_id=mid, text=content.text)]
+                if kind in _THOUGHTS:
+                    return [Thought(message_id=mid, text=content.text)]
+                return [TextChunk(message_id=mid, text=content.text,
+                                  meta=cap_meta(update, content))]
             return [self._non_text(update)]
         if kind is f.ToolCallUpdate:
             return self._update(update)
