@@ -168,3 +168,36 @@ def test_a_shape_run_and_its_one_by_one_rule_agree() -> None:
     wider = [*datas[:2], sdk(said("x", "m9", ts="2026-07-19T11:34:37Z"))]
     assert shape.run(wider, 0, 3) is None
     assert shape.take(wider, 0, []) == 3
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(st.text(max_size=5), min_size=1, max_size=6),
+       status=st.booleans(), at=st.integers(0, 10_000), byte=st.binary(min_size=0, max_size=2),
+       drop=st.integers(0, 3))
+def test_a_run_is_taken_exactly_when_the_rebuilt_payloads_are_the_payloads(
+        texts: list[str], status: bool, at: int, byte: bytes, drop: int) -> None:
+    """``Shape.run`` compares in place (prefix, middle, suffix, length) instead of building
+    the rebuilt bytes: on payloads with one spliced edit it says what the comparison of
+    the rebuilt bytes with the payloads joined says."""
+    make = (lambda k, t: sdk(said(t, f"m{k}"))) if status else (lambda k, t: sdk(chunk(t)))
+    datas = [make(k, t) for k, t in enumerate(texts)]
+    names = ("timestamp", "messageId", "text") if status else ("text",)
+    shape = learn(datas[0], names, frozenset({"timestamp"}), lambda probe, markers: True)
+    assert isinstance(shape, Shape)
+    victim = at % len(datas)
+    d = datas[victim]
+    cut = at % (len(d) + 1)
+    datas[victim] = d[:cut] + byte + d[cut + min(drop, len(d) - cut):]
+    got = shape.run(datas, 0, len(datas))
+    n = len(datas)
+    columns = [[p[sl] for p in datas] for sl in shape.slices]
+    after = [*shape.segments[1:-1], b""]  # what follows each hole inside a payload
+    rebuilt = shape.first + shape.cut.join(
+        b"".join(col[i] + seg for col, seg in zip(columns, after, strict=True))
+        for i in range(n)) + shape.last
+    holes = [h for col in columns for h in col]
+    values = decode_holes(holes)
+    if rebuilt != b"\n".join(datas) or values is None:
+        assert got is None
+    else:
+        assert got == [values[k:k + n] for k in range(0, len(values), n)]

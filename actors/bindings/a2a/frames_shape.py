@@ -86,7 +86,7 @@ class Shape:
         n = len(run)
         if len(self.slices) == 1:
             holes = list(map(getitem, run, repeat(self.slices[0])))
-            rebuilt = self.first + self.cut.join(holes) + self.last
+            middle, last = self.cut.join(holes), self.last
         else:  # hole after hole, each column's cut after it: one join over all
             width = 2 * len(self.slices)
             pieces: list[bytes] = [b""] * (width * n)
@@ -97,8 +97,11 @@ class Shape:
                 pieces[2 * k::width] = column
                 pieces[2 * k + 1::width] = [seg] * n
             pieces[-1] = self.last
-            rebuilt = self.first + b"".join(pieces)
-        if rebuilt != b"\n".join(run):
+            middle, last = b"".join(pieces), b""
+        # rebuilt == joined, without building the rebuilt bytes (compared in place)
+        joined, first = b"\n".join(run), self.first
+        if len(joined) != len(first) + len(middle) + len(last) or not joined.startswith(first) \
+                or not joined.startswith(middle, len(first)) or not joined.endswith(last):
             return None
         values = decode_holes(holes)
         if values is None:
