@@ -12,31 +12,23 @@ from __future__ import annotations
 
 import codecs
 import os
-import termios
 import tty
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 
 import trio
+
+from trio_cap.actors.cli.terminal import terminal_mode
 
 ENTER = "enter"
 BACKSPACE = "backspace"
 ESCAPE = "escape"
 
 
-@contextmanager
-def cbreak(fd: int) -> Iterator[None]:
+def cbreak(fd: int) -> AbstractContextManager[None]:
     """``fd``'s terminal in cbreak mode, and as it was again on every way out (an error,
     a cancel, Ctrl-C's KeyboardInterrupt)."""
-    saved = termios.tcgetattr(fd)
-    tty.setcbreak(fd)
-    try:
-        yield
-    finally:
-        try:
-            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
-        except termios.error:
-            pass  # the terminal is gone (hung up): nothing left to restore
+    return terminal_mode(fd, tty.setcbreak)
 
 
 def split_keys(text: str) -> list[str]:

@@ -89,18 +89,12 @@ def _raw_terminal(wanted: bool) -> Iterator[None]:
     if not wanted or not os.isatty(fd):
         yield
         return
-    import termios
     import tty
 
-    saved = termios.tcgetattr(fd)
-    tty.setraw(fd)
-    try:
+    from trio_cap.actors.cli.terminal import terminal_mode
+
+    with terminal_mode(fd, tty.setraw):
         yield
-    finally:
-        try:
-            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
-        except termios.error:
-            pass  # the terminal is gone (the driver hung up)
 
 
 def _live_session_id(argv: list[str]) -> str | None:
