@@ -78,3 +78,13 @@ def leaves(exc: BaseException) -> list[BaseException]:
         else:
             out.append(e)
     return out
+
+
+def say_torn_tail(prog: str, path: str, log) -> None:  # type: ignore[no-untyped-def]
+    """One line on stderr when opening ``log`` for a resume cut a torn last append: the
+    person resuming learns that bytes were dropped, and how many."""
+    if log.recovered:
+        import sys
+
+        print(f"{prog}: {path}: cut a torn tail of {log.recovered.dropped_bytes} bytes "
+              f"({log.recovered.detail})", file=sys.stderr)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import trio
 
-from trio_cap.actors.cli.common import EXIT_FAILED, EXIT_OK, UsageError
+from trio_cap.actors.cli.common import EXIT_FAILED, EXIT_OK, UsageError, say_torn_tail
 
 HELP = """\
 Pick up a fleet run whose `cap fleet run` died (killed, a crash, a power loss): every
@@ -65,9 +65,7 @@ def resume_command(args: argparse.Namespace) -> int:
     except BaseException:
         trio.run(log.aclose)
         raise
-    if log.recovered:
-        print(f"cap fleet resume: {path}: cut a torn tail of {log.recovered.dropped_bytes} "
-              f"bytes ({log.recovered.detail})", file=sys.stderr)
+    say_torn_tail("cap fleet resume", path, log)
     if point.ended is not None:
         trio.run(log.aclose)
         print(f"cap fleet resume: fleet {name} in {path} already ended ({point.ended}); "

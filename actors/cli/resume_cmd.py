@@ -20,7 +20,13 @@ import sys
 import attrs
 import trio
 
-from trio_cap.actors.cli.common import EXIT_OK, RunFailed, UsageError, brain_script
+from trio_cap.actors.cli.common import (
+    EXIT_OK,
+    RunFailed,
+    UsageError,
+    brain_script,
+    say_torn_tail,
+)
 from trio_cap.actors.cli.follow import Follower
 from trio_cap.actors.cli.run_cmd import (
     DEFAULT_IDLE_TIMEOUT,
@@ -75,9 +81,7 @@ def resume_command(args: argparse.Namespace) -> int:
     except BaseException:
         trio.run(log.aclose)
         raise
-    if log.recovered:
-        print(f"cap: {path}: cut a torn tail of {log.recovered.dropped_bytes} bytes "
-              f"({log.recovered.detail})", file=sys.stderr)
+    say_torn_tail("cap", path, log)
     if finished(point):
         trio.run(log.aclose)
         print(f"cap: {path}: the run already ended ({point.status}); nothing to resume",
