@@ -145,6 +145,23 @@ def killed_at(cwd: Path, kind: str, nth: int = 1) -> list:
     return read_log(cwd / "run.caplog")
 
 
+ENDED = ("fleet.completed", "fleet.failed")
+
+
+def killed_in_time(tmp_path: Path, setup, kind: str, nth: int = 1,
+                   too_late=lambda log: any(e.kind in ENDED for e in log)) -> tuple[Path, list]:
+    """:func:`killed_at` in a fresh directory made by ``setup(where)``, again (at most 4
+    tries) while ``too_late(log)``: the SIGKILL lands a moment after the event was read,
+    and under load the run may have got past the point under test by then."""
+    for attempt in range(4):
+        where = tmp_path / f"try{attempt}"
+        setup(where)
+        before = killed_at(where, kind, nth)
+        if not too_late(before):
+            return where, before
+    raise AssertionError(f"4 kills after {kind} #{nth} all landed too late")
+
+
 def assert_exactly_once(after: list, fleet: str) -> None:
     """Every routed message queued, delivered and consumed once — a rate-limited one once
     more per ``fleet.paused`` of it, by design — and injected as often as delivered."""
@@ -183,13 +200,7 @@ KILL_POINTS = [
 
 @pytest.mark.parametrize(("kind", "nth"), KILL_POINTS, ids=[f"{k}#{n}" for k, n in KILL_POINTS])
 def test_kill_9_then_resume_completes_with_each_message_consumed_once(tmp_path, kind, nth):
-    for attempt in range(4):  # the kill lands a moment after the event: the end may be in
-        where = tmp_path / f"try{attempt}"
-        write_fleet(where)
-        before = killed_at(where, kind, nth)
-        if not any(e.kind in ("fleet.completed", "fleet.failed") for e in before):
-            break
-    assert not any(e.kind in ("fleet.completed", "fleet.failed") for e in before)
+    where, before = killed_in_time(tmp_path, write_fleet, kind, nth)
     made = sorted((where / ".cap-worktrees").glob("crash/*/*"))
     result = cap("fleet", "resume", "run.caplog", cwd=where)
     assert_clean(result, 0, "crash completed")
@@ -291,21 +302,18 @@ TURN = {"turn.toml": '[[rule]]\nmatch = "."\nsteps = [ { wait = 0.2 }, '
 def test_the_fleet_budget_carries_over_and_still_refuses(tmp_path):
     """$0.04 spent before the kill; after the resume c's turn crosses the $0.05 budget and
     d's turn is refused: the spend before the crash counted."""
-    for attempt in range(4):  # the kill lands a moment after the event: c may have run
-        where = tmp_path / f"try{attempt}"
-        write_fleet(where, BUDGET, TURN)
-        before = killed_at(where, "fleet.message.consumed", 2)  # a and b done
-        spent_before = sum(e.event.cost_usd_estimate for e in before if e.kind == "cap.usage")
-        if spent_before == pytest.approx(0.04):
-            break
-    assert spent_before == pytest.approx(0.04)
+    def spent_in(log: list) -> float:
+        return sum(e.event.cost_usd_estimate for e in log if e.kind == "cap.usage")
+
+    where, _ = killed_in_time(  # a and b done; c's turn must not have run yet
+        tmp_path, lambda w: write_fleet(w, BUDGET, TURN), "fleet.message.consumed", 2,
+        too_late=lambda log: spent_in(log) != pytest.approx(0.04))
     result = cap("fleet", "resume", "run.caplog", cwd=where)
     assert_clean(result, 1, "fleet budget $0.05 spent")
     after = read_log(where / "run.caplog")
     (refused,) = [e for e in after if e.kind == "fleet.budget_refused"]
     assert refused.event.member == "d" and refused.event.scope == "fleet"
-    spent = sum(e.event.cost_usd_estimate for e in after if e.kind == "cap.usage")
-    assert refused.event.spent_usd == pytest.approx(spent) == pytest.approx(0.06)
+    assert refused.event.spent_usd == pytest.approx(spent_in(after)) == pytest.approx(0.06)
     assert not any(e.stream == "spend.d" and e.kind == "session.working" for e in after)
     resumed = next(e.seq for e in after if e.kind == "fleet.run_resumed")
     assert refused.seq > resumed
@@ -330,13 +338,9 @@ SLOW = {"slow.toml": '[[turn]]\nsteps = [ { fail = "rate_limit", message = "slow
 
 
 def test_a_paused_member_is_woken_at_its_time_after_the_restart(tmp_path):
-    for attempt in range(4):  # the kill lands a moment after the event: under load the
-        where = tmp_path / f"try{attempt}"  # 1.5 s pause may already have been woken
-        write_fleet(where, LIMITED, SLOW)
-        before = killed_at(where, "fleet.paused")
-        if not any(e.kind in ("fleet.resumed", "fleet.completed") for e in before):
-            break
-    assert not any(e.kind in ("fleet.resumed", "fleet.completed") for e in before)
+    where, before = killed_in_time(  # the 1.5 s pause not yet woken
+        tmp_path, lambda w: write_fleet(w, LIMITED, SLOW), "fleet.paused",
+        too_late=lambda log: any(e.kind in ("fleet.resumed", *ENDED) for e in log))
     (paused,) = [e.event for e in before if e.kind == "fleet.paused"]
     result = cap("fleet", "resume", "run.caplog", cwd=where)
     assert_clean(result, 0, "limited completed")
@@ -542,13 +546,14 @@ def test_a_race_losers_cut_turn_is_cancelled_again_when_its_rerun_starts(tmp_pat
 
 
 def test_git_worktrees_are_reused_and_a_wind_up_cut_short_attaches_each_diff_once(tmp_path):
-    repo = tmp_path / "repo"
-    write_fleet(repo, CRASH.replace('worktrees = "dirs"', 'worktrees = "git"'))
-    (repo / ".gitignore").write_text(".cap/\n.cap-worktrees/\n*.toml\n")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", ".gitignore")
-    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "init")
-    before = killed_at(repo, "cap.artifact")  # winding up: the first diff attached
+    def setup(repo: Path) -> None:
+        write_fleet(repo, CRASH.replace('worktrees = "dirs"', 'worktrees = "git"'))
+        (repo / ".gitignore").write_text(".cap/\n.cap-worktrees/\n*.toml\n")
+        git(repo, "init", "-q", "-b", "main")
+        git(repo, "add", ".gitignore")
+        git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "init")
+
+    repo, before = killed_in_time(tmp_path, setup, "cap.artifact")  # winding up: one diff
     branches = git(repo, "branch", "--list", "cap/*")
     result = cap("fleet", "resume", "run.caplog", cwd=repo)
     assert_clean(result, 0, "crash completed")
