@@ -19,7 +19,7 @@ Measured in the same run, in turns, CPU time, per SSE event:
   ``cap.artifact``, ``agent.raw`` for non-CAP data parts, turn ends) — the
   framing and the translation included, and each turn's request built.  Every
   event is typed in full: the turn's other events by the full Structs, its text
-  events by the byte shape the first of them taught (``frames_shape``: constant
+  events by the byte shape the first of them taught (``bindings.byte_shape``: constant
   segments compared, every varying string decoded; the same events as the full
   decode, ``tests/driver_a2a/test_shape.py``);
 * **trio-cap via httpx-sse**: the same, with ``httpx-sse``'s decoder (the SSE

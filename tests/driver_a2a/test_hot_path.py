@@ -1,4 +1,4 @@
-"""The fast path of one read's SSE events (``machine_hot``, ``frames_shape``) gives exactly
+"""The fast path of one read's SSE events (``machine_hot``, ``bindings.byte_shape``) gives exactly
 what the general rules give, event for event: on the shared corpus cut into reads as the bench
 cuts it, and on generated streams in both spellings cut anywhere.
 

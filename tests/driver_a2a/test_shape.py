@@ -1,7 +1,8 @@
-"""The byte-shape fast path (``frames_shape``, ``machine_hot``): a run of text events matched in
-bytes gives exactly what the general rules give, and anything that is not the shape learnt
-(a hole that is no string body, a key spelled another way, a wider timestamp, a payload that
-only looks like the shape) goes the general way with the same events.
+"""The byte-shape fast path (``bindings.byte_shape``, ``machine_hot``): a run of text
+events matched in bytes gives exactly what the general rules give, and anything that is
+not the shape learnt (a hole that is no string body, a key spelled another way, a wider
+timestamp, a payload that only looks like the shape) goes the general way with the same
+events.
 
 Each stream is fed twice, to a fast and a general machine (``test_hot_path.both``), in one read
 and one event per read; outputs are compared with consecutive text joined (the documented
@@ -20,8 +21,8 @@ from hypothesis import strategies as st
 from tests.driver_a2a.machine_lib import driver, start
 from tests.driver_a2a.test_hot_path import both, joined
 from trio_cap.actors.bindings.a2a import frames as f
-from trio_cap.actors.bindings.a2a.frames_shape import Shape, decode_holes, learn
 from trio_cap.actors.bindings.a2a.machine import SseBatch
+from trio_cap.actors.bindings.byte_shape import Shape, decode_holes, learn
 from trio_cap.events.kinds import TextChunk
 
 

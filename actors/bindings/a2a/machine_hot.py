@@ -3,7 +3,7 @@
 A mixin of :class:`~.machine.A2aDriver` (``machine.py`` has the rules).  Every
 event the general rules take (full decode, :meth:`A2aDriver._one`) that is
 text appended to a known artifact (D2) or one agent text chunk in a WORKING
-status (D1) teaches the driver its byte shape (``frames_shape``); the events
+status (D1) teaches the driver its byte shape (``bindings.byte_shape``); the events
 after it that have that shape, as a run of text events has, are matched with
 bytes operations, their varying strings decoded in one call, and mapped here
 with the driver's books.  What does not match goes through the general rules.
@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from trio_cap.actors.bindings.a2a import frames as f
-from trio_cap.actors.bindings.a2a.frames_shape import Shape, decode_holes, learn
 from trio_cap.actors.bindings.a2a.machine_io import CANCEL, ArtifactState, Exchange
 from trio_cap.actors.bindings.a2a.machine_parts import TEXT, is_agent, part_view
 from trio_cap.actors.bindings.base import Output
+from trio_cap.actors.bindings.byte_shape import Shape, decode_holes, learn
 from trio_cap.events.kinds import TextChunk
 
 _WORKING = "TASK_STATE_WORKING"

@@ -1,6 +1,8 @@
-"""The byte shape of an A2A stream's text events: learnt from a decoded one, matched in bytes.
+"""The byte shape of a stream's text events: learnt from a decoded one, matched in bytes.
 
-A server writes a turn's text as a run of events that differ only in a few
+Part of the binding kit: any binding whose agent writes a turn's text as a run of
+frames that differ only in string values can match that run in bytes.  For
+example, an A2A server writes a turn's text as a run of events that differ only in a few
 string values: a2a-sdk's ``artifactUpdate`` chunks differ only in their text,
 Gemini-style ``statusUpdate`` WORKING messages in their text, ``messageId``
 and ``timestamp``.  Everything else (ids, key order, spacing, the JSON-RPC
