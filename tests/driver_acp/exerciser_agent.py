@@ -182,6 +182,8 @@ class Exerciser(Agent):
         if call == "write":
             return dump(await conn.write_text_file(session_id=sid, path=step["path"],
                                                    content=step["content"]))
+        if call == "together":  # sub-steps at once: several reverse requests pending
+            return await asyncio.gather(*(self.step(sid, sub) for sub in step["steps"]))
         if call == "permission":
             return dump(await conn.request_permission(
                 session_id=sid, tool_call=ToolCallUpdate(

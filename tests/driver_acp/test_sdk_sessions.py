@@ -6,7 +6,9 @@ manifest's ``[x-acp] auth-method``; ``session/load`` of the agent session a
 previous run recorded (its history replayed and recorded), and ``session/new``
 when the load fails; ``session/set_mode`` for ``options["acp_mode"]`` and for
 ``[x-acp] bypass-mode`` under ``--permissions bypass``; a permission request
-allowed, rejected and cancelled while pending; cancel in the middle of a turn.
+allowed, rejected and cancelled while pending; two pending at once (as from two
+sub-agents), each answered with its own option or both cancelled; cancel in the middle of
+a turn.
 """
 
 from __future__ import annotations
@@ -218,6 +220,56 @@ async def test_a_permission_allowed_rejected_or_cancelled_while_pending(
     assert answer["ok"]["outcome"] == outcome
     assert ended.stop_reason == ("cancelled" if decision == "cancel" else "end_turn")
     assert again["id"]
+
+
+async def all_of(orch: Orchestrator, session: Session, kind: type, n: int) -> list[Any]:
+    """The first ``n`` events of ``kind`` in the session's log, waiting as the log grows."""
+    while len(found := log_of(orch, session, kind)) < n:
+        seen = orch.log.last_seq
+        await orch.wait_until(lambda s, seen=seen: s.last_seq > seen)
+    return found[:n]
+
+
+TWO_AT_ONCE = [{"call": "together", "steps": [
+    {"call": "permission", "id": "call_a", "path": "a.py"},
+    {"call": "permission", "id": "call_b", "path": "b.py"}]}]
+
+
+async def test_two_permission_requests_pending_at_once_get_their_own_answers(
+        orch: Orchestrator, workdir: Path) -> None:
+    """Answered in the other order than asked: each JSON-RPC id gets its own decision."""
+    with trio.fail_after(SECONDS):
+        session = await orch.start_session(adhoc(), "acp", cwd=workdir, permissions="ask",
+                                           human=True)
+        await session.inject(json.dumps(TWO_AT_ONCE))
+        asked = await all_of(orch, session, PermissionRequest, 2)
+        by_call = {r.meta["acp"]["tool_call_id"]: r for r in asked}
+        await session.wait_status("input_required")
+        await session.decide(by_call["call_b"].req_id, "allow")
+        await session.decide(by_call["call_a"].req_id, "deny")
+        await session.wait_status("ready")
+        (answer,) = json.loads(log_of(orch, session, TextChunk)[-1].text)
+        await session.close()
+    assert [o["outcome"] for o in answer["ok"]] == [
+        {"outcome": "selected", "optionId": "no", "_meta": None},   # call_a: denied
+        {"outcome": "selected", "optionId": "ok", "_meta": None}]   # call_b: allowed
+    assert by_call["call_a"].intent == {"path": "a.py"}
+
+
+async def test_cancel_with_two_permission_requests_pending_answers_both_cancelled(
+        orch: Orchestrator, workdir: Path) -> None:
+    with trio.fail_after(SECONDS):
+        session = await orch.start_session(adhoc(), "acp", cwd=workdir, permissions="ask",
+                                           human=True)
+        await session.inject(json.dumps(TWO_AT_ONCE))
+        await all_of(orch, session, PermissionRequest, 2)
+        await session.cancel()
+        await session.wait_status("ready")
+        (answer,) = json.loads(log_of(orch, session, TextChunk)[-1].text)
+        ended = log_of(orch, session, SessionIdle)[-1]
+        await session.close()
+    assert [o["outcome"] for o in answer["ok"]] == [{"outcome": "cancelled"}] * 2
+    assert ended.stop_reason == "cancelled"
 
 
 async def test_cancel_mid_turn_ends_it_cancelled_and_the_session_goes_on(
