@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import subprocess
-import time
 
 import pytest
 
-from tests.replay.helpers import CAP, WITH_CAP, assert_clean, cap, read_log
+from tests.replay.helpers import CAP, WITH_CAP, assert_clean, cap, read_log, until_printed
 from trio_cap.events.kinds import PermissionDecided, PermissionRequest
 
 TASK = "write a.txt: one\nrun: rm -rf /tmp/cap-policy-nothing\nrun: ls\nask: go on? [yes|no]"
@@ -72,22 +71,26 @@ def test_policy_check_failure_paths(run_log, tmp_path):
 
 def test_follow_tails_a_log_another_process_writes_until_it_ends(tmp_path):
     run = subprocess.Popen([*CAP, "run", "--task", "hello\nwait 1", "--next", "again",
-                            "--headless", "--log", "run.caplog"], cwd=tmp_path, env=WITH_CAP,
-                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            "--headless", "--json", "--log", "run.caplog"], cwd=tmp_path,
+                           env=WITH_CAP, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                            stderr=subprocess.DEVNULL)
     try:
-        log = tmp_path / "run.caplog"
-        deadline = time.monotonic() + 60
-        while not (log.exists() and read_log(log)):  # bounded poll: the run has begun
-            assert time.monotonic() < deadline, "the run never wrote its log"
-            time.sleep(0.05)
-        follow = subprocess.run([*CAP, "log", "show", "run.caplog", "--follow"],
-                                cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                                env=WITH_CAP)
-        assert run.wait(timeout=60) == 0
+        until_printed(run, lambda ev: True, "any event (the run never began its log)")
+        follower = subprocess.Popen([*CAP, "log", "show", "run.caplog", "--follow"],
+                                    cwd=tmp_path, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, env=WITH_CAP)
+        try:
+            run.communicate(timeout=60)  # drained as it prints: a full pipe would stall it
+            assert run.returncode == 0
+            out, err = follower.communicate(timeout=120)
+        finally:
+            follower.kill()
+            follower.wait()
     finally:
         run.kill()
         run.wait()
+    follow = subprocess.CompletedProcess(follower.args, follower.returncode, out, err)
     assert_clean(follow, 0)
     shown = [line.split()[0] for line in follow.stdout.splitlines()]
     envs = read_log(tmp_path / "run.caplog")

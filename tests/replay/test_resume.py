@@ -17,9 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
-from tests.replay.helpers import CAP, WITH_CAP, assert_clean, cap, read_log
+from tests.replay.helpers import CAP, WITH_CAP, assert_clean, cap, read_log, until_printed
 from trio_cap.actors.cli.render import line
 from trio_cap.events.kinds import (
     FrameIn,
@@ -164,19 +162,13 @@ def test_a_run_killed_between_a_turn_end_frame_and_its_reaction_writes_the_react
 
 
 def test_a_second_resume_while_the_first_runs_is_refused(tmp_path):
-    proc = subprocess.Popen([*CAP, "run", "--task", "wait 30", "--headless", "--log",
-                             "run.caplog"], cwd=tmp_path, env=WITH_CAP,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([*CAP, "run", "--task", "wait 30", "--headless", "--json",
+                             "--log", "run.caplog"], cwd=tmp_path, env=WITH_CAP,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
     try:
-        log = tmp_path / "run.caplog"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:  # bounded poll: the run has started its turn
-            if log.exists() and any(type(e.event) is SessionWorking for e in read_log(log)):
-                break
-            time.sleep(0.05)
-        else:
-            pytest.fail("the run never started its turn")
+        until_printed(proc, lambda ev: ev["kind"] == "session.working",
+                      "session.working (its turn started)")
         second = cap("run", "--resume", "run.caplog", cwd=tmp_path)
         assert_clean(second, 2, "is open for writing by another process")
     finally:

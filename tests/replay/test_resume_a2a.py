@@ -15,7 +15,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.replay.helpers import CAP, NO_AGENTS, WITH_CAP, assert_clean, cap, read_log
+from tests.replay.helpers import (
+    CAP,
+    NO_AGENTS,
+    WITH_CAP,
+    assert_clean,
+    cap,
+    read_log,
+    until_printed,
+)
 from tests.replay.test_resume_claude import cut_after
 from trio_cap.actors.recording import frame_bytes
 from trio_cap.events.kinds import (
@@ -68,26 +76,21 @@ def context_of(message_post: dict) -> str:
     return message_post["params"]["message"].get("contextId", "")
 
 
-def until_working(log: Path, proc: subprocess.Popen) -> list:
-    """The killed run's log once the remote task reported itself working (a bounded poll:
-    the run is another process, nothing to wait on)."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        envs = read_log(log) if log.exists() else []
-        if any(e.kind == "frame.in" and "TASK_STATE_WORKING" in json.dumps(e.event.frame)
-               for e in envs):
-            return envs
-        time.sleep(0.05)
-    raise AssertionError(f"the remote task never reported working (exit {proc.poll()})")
+def until_working(proc: subprocess.Popen) -> None:
+    """Until the killed run's log holds the remote task reporting itself working."""
+    until_printed(proc, lambda ev: ev["kind"] == "frame.in"
+                  and "TASK_STATE_WORKING" in json.dumps(ev),
+                  "the remote task reporting itself working (a frame.in)")
 
 
 def test_a_killed_run_re_attaches_to_the_remote_task_still_running(tmp_path: Path) -> None:
     with published(tmp_path) as url:
         proc = subprocess.Popen([*CAP, "run", "--agent", f"a2a:{url}", "--task", SLOW,
-                                 "--next", "second", "--headless", "--log", "run.caplog"],
+                                 "--next", "second", "--headless", "--json", "--log",
+                                 "run.caplog"],
                                 cwd=tmp_path, env=WITH_CAP, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        until_working(tmp_path / "run.caplog", proc)
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        until_working(proc)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         before = read_log(tmp_path / "run.caplog")
