@@ -36,6 +36,7 @@ MACHINES = (
     "actors/bindings/base.py",          # the machine contract and the shared outputs
     "actors/bindings/ndjson.py",        # the one line framer
     "actors/bindings/jsonrpc.py",       # sans-io JSON-RPC 2.0
+    "actors/bindings/byte_shape.py",    # a run of frames matched in bytes
     "actors/bindings/*/frames.py",      # every binding's wire frames (and their helpers)
     "actors/bindings/*/frames_*.py",
     "actors/bindings/*/machine*.py",    # every binding's machine and its helpers …
@@ -216,7 +217,8 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (0, "events (and package markers)", ("events", "events.*", "actors", "actors.bindings",
                    "actors.bindings.stream_json", "actors.bindings.acp", "actors.bindings.pty",
                    "actors.bindings.a2a", "actors.session")),
-    (1, "frames", ("actors.bindings.base", "actors.bindings.*.frames",
+    (1, "frames", ("actors.bindings.base", "actors.bindings.byte_shape",
+                   "actors.bindings.*.frames",
                    "actors.bindings.*.frames_*")),
     (2, "machines", ("actors.bindings.ndjson", "actors.bindings.jsonrpc",
                      "actors.bindings.acp.frames_lenient",  # frames + jsonrpc's PayloadError
