@@ -86,6 +86,10 @@ class State(enum.Enum):
     CANCELLED = "cancelled"
     FAILED = "failed"
 
+    __hash__ = object.__hash__
+    """Members are singletons compared by identity: Enum's own hash (of the name, in Python)
+    cost a call every time a state was looked up in TERMINAL / BUSY (each replayed event)."""
+
 
 TERMINAL = frozenset({State.COMPLETED, State.CANCELLED, State.FAILED})
 BUSY = frozenset({State.WORKING, State.INPUT_REQUIRED})
@@ -162,9 +166,11 @@ class SessionMachine:
         self.queue: deque[tuple[str, int]] = deque()
         self.pending_permissions: dict[str, int] = {}
         self.pending_asks: dict[str, AskUser] = {}
-        self.answered: list[tuple[int, str, Any, str]] = []
-        """(turn, the question, its answer, the ask's id) for each ask answered by a person
-        or the auto-answerer in the turns in flight: what a crash would cut."""
+        self.answered: list[tuple[int, AskUser, Any, str]] = []
+        """(turn, the ask, its answer, the ask's id) for each ask answered by a person
+        or the auto-answerer in the turns in flight: what a crash would cut.  The ask, not
+        its question's key: the key is needed only when a crash is carried over (rare), and
+        making it was a JSON encoding per answered ask."""
         self.carried: dict[str, tuple[Any, str]] = {}
         """A resume's answers (:meth:`carry_answers`): question → (answer, the first ask's
         id), given to the re-run turn's same question without asking again."""
@@ -438,16 +444,16 @@ class SessionMachine:
         — whoever answered is not asked twice.  Asks still waiting died with the agent:
         asked again, they go where they went."""
         running = {turn for turn, _ in self.in_flight}
-        self.carried = {key: (value, ask_id) for turn, key, value, ask_id in self.answered
-                        if turn in running}
+        self.carried = {_question(ask): (value, ask_id)
+                        for turn, ask, value, ask_id in self.answered if turn in running}
 
     def _answered(self, ask: AskUser, value: Any, first: str | None = None) -> None:
         turn = self.in_flight[0][0] if self.in_flight else self.turn
-        self.answered.append((turn, _question(ask), value, first or ask.ask_id))
+        self.answered.append((turn, ask, value, first or ask.ask_id))
 
     def _ask(self, ask: AskUser, seq: int) -> list[Output]:
         why = None
-        if (carried := self.carried.pop(_question(ask), None)) is not None:
+        if self.carried and (carried := self.carried.pop(_question(ask), None)) is not None:
             value, first = carried
             self._answered(ask, value, first)  # a second crash carries it still
             return [
