@@ -143,3 +143,28 @@ def test_the_sse_reader_agrees_with_httpx_sse(lines: list[str], eol: str,
     assert [g.decode() for g in got if g] == expected
     if expected and last_id is not None:
         assert reader.last_id == last_id
+
+
+sdk_events = st.lists(st.one_of(
+    st.text(alphabet="ab{}\" :", max_size=12).map(lambda t: "data: " + t + "\r\n\r\n"),
+    st.sampled_from([": ping\r\n\r\n", "id: 3\r\ndata: x\r\n\r\n", "data: a\r\ndata: b\r\n\r\n",
+                     "data: c\n\n", "event: e\r\n\r\n", "data: half\r"])),
+    max_size=30)
+
+
+@settings(max_examples=400, deadline=None)
+@given(events=sdk_events, cuts=st.lists(st.integers(1, 40), max_size=12))
+def test_the_sse_reader_splits_sdk_streams_in_the_read_as_httpx_sse(
+        events: list[str], cuts: list[int]) -> None:
+    """a2a-sdk's framing (one ``data: `` line and CRLF per event), split in each read without
+    copying it behind the held bytes; reads cut anywhere, a separator or ``data: `` too, and
+    an other line break now and then sending the read the general way."""
+    stream = "".join(events).encode()
+    reader, got, at = SseReader(), [], 0
+    for size in cuts:
+        got += reader.feed(stream[at:at + size])
+        at += size
+    got += reader.feed(stream[at:])
+    got += reader.feed_eof()
+    expected, _ = _httpx_sse(stream)
+    assert [g.decode() for g in got if g] == expected

@@ -26,6 +26,9 @@ never sends a blank line cannot grow memory without bound.
 
 from __future__ import annotations
 
+_SEP = b"\r\n\r\ndata: "
+"""Between two events of a2a-sdk's stream."""
+
 
 class SseReader:
     def __init__(self, *, max_event: int = 16 << 20) -> None:
@@ -39,7 +42,38 @@ class SseReader:
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """The data of every event completed by this chunk, in order."""
-        buf = self._buf + chunk if self._buf else chunk
+        held = self._buf
+        if not self._skipping and (held[:6] == b"data: " if held else chunk[:6] == b"data: ") \
+                and b"\n" not in held and b"\r" not in held:
+            datas = self._split(held, chunk)
+            if datas is not None:
+                return datas
+        return self._feed(held + chunk if held else chunk)
+
+    def _split(self, held: bytes, chunk: bytes) -> list[bytes] | None:
+        """a2a-sdk's stream, every event one ``data: `` line and CRLF, split in the read
+        itself: the held start of an event (no line break in it, so no separator spans it
+        and the read) joined to the read's first piece only, not the read copied behind
+        it.  None: some other line break in it (the general rules take the read)."""
+        datas = chunk.split(_SEP)
+        n = len(datas)
+        if n < 2:
+            return None
+        tail = datas[-1]
+        if tail[-4:] == b"\r\n\r\n":  # the read ends with an event
+            datas[-1] = tail[:-4]
+            rest = b""
+        else:  # the read ends inside an event: held for the next one
+            rest = tail
+            datas.pop()
+        joined = b"".join(datas)
+        if b"\n" in joined or b"\r" in joined or b"\n" in rest or b"\r" in rest:
+            return None
+        datas[0] = held[6:] + datas[0] if held else datas[0][6:]
+        self._keep(b"data: " + rest if tail is rest else rest)
+        return datas
+
+    def _feed(self, buf: bytes) -> list[bytes]:
         self._buf = b""
         out: list[bytes] = []
         end = buf.rfind(b"\r\n\r\n")
