@@ -142,6 +142,10 @@ def _p(result: dict[str, Any]) -> bytes:
                  _p(hot_result("A", "U", "C", True, False, [{"text": "c"}])),  # another task
                  _p(hot_result("A", "T", "D", True, False, [{"text": "d"}]))]],  # new context
          turns=2)
+@example(reads=[[_p(status_result(mid, "T", "C", "TASK_STATE_WORKING", "ROLE_AGENT",
+                                  [{"text": text}]))  # m2 twice in the run the first taught
+                 for mid, text in (("m1", "a"), ("m2", "b"), ("m3", "c"), ("m2", "d"))]],
+         turns=1)
 @given(reads=st.lists(st.lists(v1_payloads, min_size=1, max_size=8), min_size=1, max_size=6),
        turns=st.integers(1, 2))
 def test_generated_v1_streams_give_the_same_events(reads: list[list[bytes]], turns: int) -> None:

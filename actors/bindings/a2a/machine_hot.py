@@ -206,8 +206,14 @@ class HotPath:
         seen = self.seen  # D1: agent text in WORKING statuses, once per messageId
         mids = values[learnt.mid_at]
         self.state = "working"
-        if seen.isdisjoint(mids) and len(set(mids)) == count:  # all new: set operations
+        fresh = seen.isdisjoint(mids)
+        if fresh:  # none seen before: taken in one update, which tells whether all differ
+            before = len(seen)
             seen.update(mids)
+            fresh = len(seen) - before == count
+            if not fresh:  # a message id twice in the run: the later ones are not new
+                seen = set()
+        if fresh:  # all new: set operations
             text = "".join(texts)
             if not text:
                 return None
