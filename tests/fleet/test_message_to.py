@@ -107,9 +107,9 @@ def _acp_lines(*updates: dict) -> bytes:
 
 
 def test_an_acp_chunks_cap_meta_reaches_its_event_on_the_block_and_line_paths():
-    """The ACP client's hot path reads chunks without ``_meta``; a read naming a ``cap.``
-    key goes line by line, so the update's and the block's CAP keys reach the event (and
-    only those: the rest of ``_meta`` is the agent's)."""
+    """The ACP client's hot path joins a message's chunks inline; a chunk with ``_meta``
+    leaves it, so the update's and the block's CAP keys reach its event (and only those:
+    the rest of ``_meta`` is the agent's), and the plain chunks after it join again."""
     from bench.acp_bench import new_client
     from trio_cap.actors.bindings.acp.machine import events_of
 
@@ -120,7 +120,11 @@ def test_an_acp_chunks_cap_meta_reaches_its_event_on_the_block_and_line_paths():
         {"sessionUpdate": "agent_message_chunk", "messageId": "m2", "_meta": to,
          "content": {"type": "text", "text": "please "}},
         {"sessionUpdate": "agent_message_chunk", "messageId": "m2",
-         "content": {"type": "text", "text": "review", "_meta": to}})
+         "content": {"type": "text", "text": "review", "_meta": to}},
+        {"sessionUpdate": "agent_message_chunk", "messageId": "m2",
+         "content": {"type": "text", "text": " it"}},
+        {"sessionUpdate": "agent_message_chunk", "messageId": "m2",
+         "content": {"type": "text", "text": " now"}})
     for read in (len(data), 7):
         client = new_client()
         out = []
@@ -129,7 +133,9 @@ def test_an_acp_chunks_cap_meta_reaches_its_event_on_the_block_and_line_paths():
         chunks = [(e.message_id, e.text, e.meta) for e in out if isinstance(e, TextChunk)]
         assert chunks == [("m1", "plain ", None),
                           ("m2", "please ", {"cap.message_to": "cap://f.b"}),
-                          ("m2", "review", {"cap.message_to": "cap://f.b"})]
+                          ("m2", "review", {"cap.message_to": "cap://f.b"}),
+                          *([("m2", " it now", None)] if read == len(data) else
+                            [("m2", " it", None), ("m2", " now", None)])]
 
 
 async def test_an_acp_agent_on_the_official_sdk_messages_a_member_through_meta(tmp_path):

@@ -820,24 +820,28 @@ CLIENT_RESULTS: dict[str, type] = {
 
 
 class TextView(_Wire, tag_field="type", tag="text"):
-    """A text block as the hot path reads it: the text only."""
+    """A text block as the hot path reads it: the text, and ``_meta`` only to see that a
+    block has one (decoded only where present: a chunk with it leaves the inline path)."""
 
     text: str
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 ContentView = TextView | ImageContent | AudioContent | ResourceLink | EmbeddedResource
 
 
 class MessageChunkView(_Update, tag="agent_message_chunk"):
-    """An ``agent_message_chunk`` as the hot path reads it (no ``_meta``: nothing uses it)."""
+    """An ``agent_message_chunk`` as the hot path reads it (``_meta`` as :class:`TextView`'s)."""
 
     content: ContentView
     message_id: str | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 class ThoughtChunkView(_Update, tag="agent_thought_chunk"):
     content: ContentView
     message_id: str | UnsetType | None = UNSET
+    meta: Meta | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
 UpdateView = (MessageChunkView | ThoughtChunkView | UserMessageChunk | ToolCall | ToolCallUpdate

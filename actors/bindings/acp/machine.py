@@ -95,6 +95,7 @@ from trio_cap.actors.bindings import jsonrpc as rpc
 from trio_cap.actors.bindings.acp import frames as f
 from trio_cap.actors.bindings.acp.frames_lenient import decode_notification, decode_payload
 from trio_cap.actors.bindings.acp.machine_handshake import ClientOptions, ClientState, Handshake
+from trio_cap.actors.bindings.acp.machine_hot import HotPath
 from trio_cap.actors.bindings.acp.machine_reverse import (
     CANCELLED,
     ask_for,
@@ -114,7 +115,7 @@ from trio_cap.actors.bindings.acp.machine_updates import (
     raw_value,
 )
 from trio_cap.actors.bindings.base import Output, ToAgent, TurnEnded
-from trio_cap.actors.bindings.ndjson import BadLine, Lines, NdjsonReader, NoRecovery
+from trio_cap.actors.bindings.ndjson import BadLine, NdjsonReader, NoRecovery
 from trio_cap.events.kinds import (
     AgentRaw,
     AskUserAnswer,
@@ -123,8 +124,6 @@ from trio_cap.events.kinds import (
     Event,
     PermissionResponse,
     StopReason,
-    TextChunk,
-    Thought,
     Usage,
     UserInputInject,
 )
@@ -138,10 +137,6 @@ _STOPS: dict[str, StopReason] = {"end_turn": "end_turn", "max_tokens": "max_toke
                                  "cancelled": "cancelled"}
 _TERMINAL_METHODS = frozenset({f.TERMINAL_CREATE, f.TERMINAL_OUTPUT, f.TERMINAL_WAIT,
                                f.TERMINAL_KILL, f.TERMINAL_RELEASE})
-
-
-_CAP_META = b'"cap.'
-"""Where a CAP key may start in a read (a key of ``_meta``, or quoted text)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +166,7 @@ class _Pending:
     form: dict[str, Any] = field(default_factory=dict)
 
 
-class AcpClient(Handshake):
+class AcpClient(HotPath, Handshake):
     """One ACP agent session, as a state machine (see the module rules)."""
 
     def __init__(self, options: ClientOptions, *, max_line: int = f.MAX_LINE) -> None:
@@ -348,134 +343,13 @@ class AcpClient(Handshake):
     def close(self) -> None:
         self.state = ClientState.CLOSED
 
-    def _translate(self, lines: Lines[Any]) -> list[Output]:
-        """The hot loop: one pass over a read's messages, text chunks handled inline.
-
-        A *run* is consecutive text chunks of one message (or thought) in one read:
-        they become one event, as the stream-json driver joins its deltas (text
-        boundaries carry no meaning; the text is the same).  Everything else goes
-        through :meth:`_update` or the handler table.
-        """
-        live = self._chunks_live()
-        sid = self.session_id
-        items = lines.items
-        if live and type(items) is f.SessionBlock and items.session_id == sid:
-            return self._translate_updates(items)
-        out: list[Output] = []
-        update_t, text_t = self._message_type(), f.TextView
-        message_t, thought_t = f.MessageChunkView, f.ThoughtChunkView
-        run_kind: type | None = None
-        run_id: Any = None
-        parts: list[str] = []
-        append = parts.append
-        for item in items:
-            kind = type(item)
-            if kind is update_t or kind is f.UpdateMessage:  # the block decoder's: a notification
-                params = item.params
-                update = params.update
-                ukind = type(update)
-                if ukind is run_kind:  # the hottest case: the run goes on (so: live)
-                    content = update.content
-                    if (type(content) is text_t and update.message_id == run_id
-                            and params.session_id == sid):
-                        append(content.text)
-                        continue
-                if ((ukind is message_t or ukind is thought_t) and live
-                        and type(update.content) is text_t and params.session_id == sid):
-                    if run_kind is not None:
-                        self._flush(run_kind, run_id, parts, out)
-                    run_kind, run_id, parts = ukind, update.message_id, [update.content.text]
-                    append = parts.append
-                    continue
-                if run_kind is not None:
-                    self._flush(run_kind, run_id, parts, out)
-                    run_kind = None
-                self._update(params, out)
-                continue
-            if run_kind is not None:
-                self._flush(run_kind, run_id, parts, out)
-                run_kind = None
-            handler = _HANDLERS.get(kind)
-            if handler is not None:
-                handler(self, item, out)
-            elif kind is BadLine:
-                out.append(_unreadable(item.reason, item.raw, item.size))
-            live = self._chunks_live()  # a handler may have ended the turn or opened one
-            sid = self.session_id
-        if run_kind is not None:
-            self._flush(run_kind, run_id, parts, out)
-        return out
-
-    def _decode_block(self, block: bytes) -> list[Any]:
-        """The reader's block decoder: once the session is known, its own (a line of any
-        other session sends the read line by line, where :meth:`_update` reports it).
-
-        A read naming a ``cap.`` key goes line by line too: the hot path's views have
-        no ``_meta``, and a text chunk's CAP ``_meta`` (``cap.message_to``, a message
-        to a fleet member) must reach its event.  One ``memchr``-speed search per
-        read; only agents that speak CAP in ``_meta`` (or text quoting it) pay."""
-        if _CAP_META in block:
-            raise ValueError("CAP _meta: read line by line")
-        sid = self.session_id
-        if sid is None:
-            return f.decode_updates(block)
-        cached = self._session_decoder
-        if cached is None or cached[0] != sid:
-            cached = self._session_decoder = (sid, *f.session_decoder(sid))
-        return cached[2](block)  # type: ignore[no-any-return]
-
-    def _message_type(self) -> type:
-        """The notification type the block decoder gives now."""
-        cached = self._session_decoder
-        return f.UpdateMessage if cached is None else cached[1]
-
-    def _translate_updates(self, items: list[f.UpdateMessage]) -> list[Output]:
-        """:meth:`_translate` for a read of nothing but this session's notifications while
-        chunks are live (a :class:`.frames.SessionBlock`).
-
-        The same rules with less to ask of each line: every item is a
-        notification of this session (the decoder checked), and nothing in
-        the read can end the turn or change the session (no handler runs).
-        """
-        out: list[Output] = []
-        text_t, message_t, thought_t = f.TextView, f.MessageChunkView, f.ThoughtChunkView
-        run_kind: type | None = None
-        run_id: Any = None
-        parts: list[str] = []
-        append = parts.append
-        for item in items:
-            update = item.params.update
-            if type(update) is run_kind:  # the hottest case: the run goes on
-                content = update.content
-                if type(content) is text_t and update.message_id == run_id:
-                    append(content.text)
-                    continue
-            ukind = type(update)
-            if (ukind is message_t or ukind is thought_t) and type(update.content) is text_t:
-                if run_kind is not None:
-                    self._flush(run_kind, run_id, parts, out)
-                run_kind, run_id, parts = ukind, update.message_id, [update.content.text]
-                append = parts.append
-                continue
-            if run_kind is not None:
-                self._flush(run_kind, run_id, parts, out)
-                run_kind = None
-            self._update(item.params, out)
-        if run_kind is not None:
-            self._flush(run_kind, run_id, parts, out)
-        return out
-
-    def _chunks_live(self) -> bool:
-        """Text chunks become events now (a turn runs; no history is being replayed)."""
-        return self._prompt is not None and not self._loading and self.session_id is not None
-
-    def _flush(self, kind: type, message_id: Any, parts: list[str], out: list[Output]) -> None:
-        text = parts[0] if len(parts) == 1 else "".join(parts)
-        if not text:
-            return  # claude-code-acp opens every message with an empty chunk
-        mid = message_id if isinstance(message_id, str) else f"turn_{self._turn}"
-        event = TextChunk if kind is f.MessageChunkView else Thought
-        out.append(event(message_id=mid, text=text))
+    def _handle(self, kind: type, item: Any, out: list[Output]) -> None:
+        """Anything but a notification of the hot loop: the handler table (or a bad line)."""
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, item, out)
+        elif kind is BadLine:
+            out.append(_unreadable(item.reason, item.raw, item.size))
 
     def _update(self, params: f.SessionNotification | f.LooseNotification | f.NotificationView,
                 out: list[Output]) -> None:
