@@ -26,7 +26,7 @@ match and goes through the full decode.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from itertools import repeat
 from operator import getitem
 
@@ -35,6 +35,7 @@ import msgspec
 __all__ = ["Shape", "decode_holes", "learn"]
 
 _strings = msgspec.json.Decoder(list[str])
+_string = msgspec.json.Decoder(str)
 _MARKED = tuple(f"\x01{k}" for k in range(8))
 """The probe's marker strings, hole by hole (a shape has a few holes), and as JSON:"""
 _MARKS = tuple(b"\\u0001" + str(k).encode() for k in range(8))
@@ -76,16 +77,21 @@ class Shape:
         except TypeError:  # not bytes: none is taken so
             return [False] * len(datas)
 
-    def run(self, datas: Sequence[bytes], i: int, j: int) -> list[list[str]] | None:
+    def run(self, datas: Sequence[bytes], i: int, j: int,
+            unread: Collection[int] = ()) -> list[list[str]] | None:
         """The values of each hole (a list per name) if every payload of ``datas[i:j]`` has
         this shape with its holes where :attr:`slices` guess; else None (:meth:`take`
         tells them apart one by one).  Whole-run bytes operations, no Python step per
         payload: the holes are cut out at the guessed places, put back between the
         segments, and the run has the shape iff that rebuilds the payloads joined with
         LF.  (Neither the segments nor a string body hold an LF, so the rebuilt bytes
-        have LFs only between payloads: each payload is its own rebuilt one.)"""
+        have LFs only between payloads: each payload is its own rebuilt one.)
+
+        The holes numbered in ``unread`` are checked only (their lists come back empty):
+        what the caller does not use (a timestamp) costs no string per payload."""
         run = datas[i:j] if i or j < len(datas) else datas
         n = len(run)
+        checked: list[list[bytes]] = []
         if len(self.slices) == 1:
             holes = list(map(getitem, run, repeat(self.slices[0])))
             middle, last = self.cut.join(holes), self.last
@@ -95,7 +101,10 @@ class Shape:
             holes = []
             for k, (sl, seg) in enumerate(zip(self.slices, self.cuts, strict=True)):
                 column = list(map(getitem, run, repeat(sl)))
-                holes += column
+                if k in unread:
+                    checked.append(column)
+                else:
+                    holes += column
                 pieces[2 * k::width] = column
                 pieces[2 * k + 1::width] = [seg] * n
             pieces[-1] = self.last
@@ -105,10 +114,19 @@ class Shape:
         if len(joined) != len(first) + len(middle) + len(last) or not joined.startswith(first) \
                 or not joined.startswith(middle, len(first)) or not joined.endswith(last):
             return None
-        values = decode_holes(holes)
-        if values is None:
+        values = decode_holes(holes) if holes else []
+        if values is None or not all(map(_bodies, checked)):
             return None
-        return [values[k:k + n] for k in range(0, len(values), n)]
+        if not checked:
+            return [values[k:k + n] for k in range(0, len(values), n)]
+        at, out = 0, []
+        for k in range(len(self.slices)):
+            if k in unread:
+                out.append([])
+            else:
+                out.append(values[at:at + n])
+                at += n
+        return out
 
     def take(self, datas: Sequence[bytes], i: int, holes: list[bytes]) -> int:
         """Match ``datas[i:]`` one by one while they have this shape, their holes added to
@@ -157,6 +175,17 @@ def _needle(segment: bytes) -> bytes:
     hole's closing quote and ends with the next one's opening quote)."""
     second = segment.find(b'"', 1)
     return segment[:second + 1] if second > 0 else segment
+
+
+def _bodies(holes: list[bytes]) -> bool:
+    """Whether every hole is a JSON string's body, in one decode into one string: joined
+    with ``x``, which ends no escape and is no hex digit, no surrogate and no UTF-8
+    continuation, so the joined bytes are a string's body iff every hole is one."""
+    try:
+        _string.decode(b'"' + b"x".join(holes) + b'"')
+    except msgspec.DecodeError:
+        return False
+    return True
 
 
 def decode_holes(holes: list[bytes]) -> list[str] | None:

@@ -202,3 +202,29 @@ def test_a_run_is_taken_exactly_when_the_rebuilt_payloads_are_the_payloads(
         assert got is None
     else:
         assert got == [values[k:k + n] for k in range(0, len(values), n)]
+    if status:  # a timestamp only checked: the same answer, its list left empty
+        unread = shape.run(datas, 0, n, (0,))
+        assert unread == (None if got is None else [[], *got[1:]])
+
+
+HOSTILE_TIMESTAMPS = {  # each as wide as the one the shape was learnt from
+    "a raw control character": "2026-07-19T11:34:37.41\x01Z",
+    "an unescaped quote": '2026-07-19T11:34:37.4"7Z',
+    "a trailing backslash": "2026-07-19T11:34:37.417\\",
+    "a cut unicode escape": "2026-07-19T11:34:37\\u004",
+}
+
+
+@pytest.mark.parametrize("ts", list(HOSTILE_TIMESTAMPS.values()), ids=list(HOSTILE_TIMESTAMPS))
+def test_a_timestamp_that_is_no_string_body_goes_the_general_way(ts: str) -> None:
+    """The timestamp of a status run is only checked, in one decode for the run (joined
+    with ``x``): one that is no string's body still sends the payload the general way."""
+    raw = sdk(said("two ", "m2")).replace(b"2026-07-19T11:34:37.417Z", ts.encode())
+    assert len(raw) == len(sdk(said("two ", "m2")))
+    stream = [OPENING[0], sdk(said("one ", "m1")), raw, sdk(said("three", "m3")), DONE]
+    shape = learn(stream[1], ("timestamp", "messageId", "text"), frozenset({"timestamp"}),
+                  lambda probe, markers: True)
+    assert isinstance(shape, Shape)
+    assert shape.run(stream, 1, 4, (0,)) is None
+    assert shape.run(stream, 1, 2, (0,)) == [[], ["m1"], ["one "]]
+    same_both_ways(stream)

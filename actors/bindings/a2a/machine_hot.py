@@ -44,7 +44,7 @@ class _Learnt:
     """A shape and what it stands for: the exchange, task, context and artifact it was
     learnt in (artifact None: agent status messages), where its text and message id are."""
 
-    __slots__ = ("aid", "ctx", "mid_at", "rid", "shape", "task", "text_at", "width")
+    __slots__ = ("aid", "ctx", "mid_at", "rid", "shape", "task", "text_at", "unread", "width")
 
     def __init__(self, shape: Shape, rid: int, task: str, ctx: str, aid: str | None) -> None:
         self.shape = shape
@@ -52,6 +52,8 @@ class _Learnt:
         self.width = len(shape.names)
         self.text_at = shape.names.index("text")
         self.mid_at = shape.names.index("messageId") if aid is None else -1
+        self.unread = tuple(k for k, name in enumerate(shape.names) if name == "timestamp")
+        """Holes only checked, their values unused: a status message's timestamp."""
 
 
 class HotPath:
@@ -104,7 +106,7 @@ class HotPath:
                     j = tails.index(False, i)
                 except ValueError:
                     j = n
-                values = shape.run(datas, i, j) if j > i else []
+                values = shape.run(datas, i, j, learnt.unread) if j > i else []
                 if values is None:
                     j, values = self._take(learnt, datas, i)
                 else:
