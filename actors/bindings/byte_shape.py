@@ -87,8 +87,9 @@ class Shape:
         LF.  (Neither the segments nor a string body hold an LF, so the rebuilt bytes
         have LFs only between payloads: each payload is its own rebuilt one.)
 
-        The holes numbered in ``unread`` are checked only (their lists come back empty):
-        what the caller does not use (a timestamp) costs no string per payload."""
+        In a shape of several holes, those numbered in ``unread`` are checked only (their
+        lists come back empty): what the caller does not use (a timestamp) costs no
+        string per payload."""
         run = datas[i:j] if i or j < len(datas) else datas
         n = len(run)
         checked: list[list[bytes]] = []
