@@ -37,6 +37,16 @@ def run(coro) -> Any:
     return asyncio.run(asyncio.wait_for(coro, LIMIT))
 
 
+def flag(argv: list[str], name: str) -> str | None:
+    """A flag's value as the SDK spelt it: ``--name value`` or ``--name=value``."""
+    for k, arg in enumerate(argv):
+        if arg == name and k + 1 < len(argv):
+            return argv[k + 1]
+        if arg.startswith(name + "="):
+            return arg[len(name) + 1:]
+    return None
+
+
 def options(cli: str, cwd: Path, **extra: Any) -> ClaudeAgentOptions:
     return ClaudeAgentOptions(cli_path=cli, cwd=str(cwd), **extra)
 
@@ -54,9 +64,12 @@ def test_query_runs_a_turn_with_tools_and_ignores_the_cap_extensions(recording_a
                                    max_turns=9)))
     assert (work / "a.txt").read_text() == "hello\n"
     (argv,) = command_lines(argv_file)
-    assert argv[argv.index("--output-format") + 1] == "stream-json"
-    assert argv[argv.index("--system-prompt") + 1] == ""  # the SDK's own command line
-    assert argv[argv.index("--max-turns") + 1] == "9" and "-p" not in argv
+    # the SDK's own command line, in either spelling it has used: `--flag value` (0.2.189)
+    # or `--flag=value` (0.2.190, which also passes `--system-prompt=` empty)
+    assert flag(argv, "--output-format") == "stream-json"
+    assert flag(argv, "--input-format") == "stream-json"
+    assert flag(argv, "--max-turns") == "9" and flag(argv, "--model") == "m-py"
+    assert flag(argv, "--permission-mode") == "acceptEdits" and "-p" not in argv
 
     init = messages[0]
     assert isinstance(init, SystemMessage) and init.subtype == "init"
