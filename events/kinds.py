@@ -398,6 +398,9 @@ class FleetMessageQueued(Event, tag="fleet.message.queued"):
     replaces: str | None = None
     """``via`` ``interrupt``: the message whose turn was interrupted (its text is in this
     one, before the correction)."""
+    reply_to: str | None = None
+    """A reply: the mediated message whose turn's final text this is (``via`` ``reply``),
+    or the id of the message an ``@cap://`` line back to its sender answers."""
 
 
 class FleetMessageDelivered(Event, tag="fleet.message.delivered"):
@@ -427,6 +430,8 @@ class FleetMessageRefused(Event, tag="fleet.message.refused"):
     reason: str
     message_id: str | None = None
     hops: int = 0
+    reply_to: str | None = None
+    """The refused message was a reply to that one: its answer could not go back."""
 
 
 class FleetBudgetRefused(Event, tag="fleet.budget_refused"):

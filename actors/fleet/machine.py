@@ -45,6 +45,12 @@ Rules (one line each; the code below keeps them in this order):
           URN, or a list; consecutive chunks of one message id and target list are
           one message), alike; one to an unknown member, to itself, to an ended member,
           past the hop limit or empty is refused (``fleet.message.refused``).
+* REPLY   the turn that took a mediated message, ended well, sends its whole final text
+          back to the sender (``via`` ``reply``, ``reply_to`` that message, one hop
+          more) unless its own lines or routes addressed the sender already (a line
+          back is then marked ``reply_to``); a reply is never answered in turn, and one
+          refused (the sender ended, the hop limit) is ``fleet.message.refused`` with
+          ``reply_to``.
 * FINISH  nothing working and nothing queued: ``fleet.completed`` when no turn failed, no
           budget refused and every plan entry ran, else ``fleet.failed``.
 """
@@ -107,6 +113,9 @@ class _Message:
     via: str
     hops: int = 0
     entry: str | None = None
+    reply_to: str | None = None
+    owes: str | None = None
+    """The mediated message whose answer the turn that takes this one sends back (REPLY)."""
 
 
 @attrs.define
@@ -276,7 +285,7 @@ class FleetMachine:
         member = self.members[msg.target]
         out: list[Output] = [Emit(FleetMessageRefused(
             source=msg.source, target=msg.target, text=msg.text, reason=reason,
-            message_id=msg.id, hops=msg.hops))]
+            message_id=msg.id, hops=msg.hops, reply_to=msg.reply_to))]
         self.failures.append(f"{msg.target} did not take its input: {reason}")
         if member.current == message_id:
             member.current = None
@@ -289,9 +298,13 @@ class FleetMachine:
     # ---- rules ------------------------------------------------------------------------
     def _queue(self, out: list[Output], source: str, target: str, text: str, via: str,
                cause: int | None, *, hops: int = 0, entry: str | None = None,
-               front: bool = False, replaces: str | None = None) -> None:
+               front: bool = False, replaces: str | None = None,
+               reply_to: str | None = None, owes: str | None = None) -> None:
         self._count += 1
-        msg = _Message(f"m{self._count}", source, target, text, via, hops, entry)
+        msg = _Message(f"m{self._count}", source, target, text, via, hops, entry, reply_to,
+                       owes)
+        if via == "message" and reply_to is None:
+            msg.owes = msg.id  # a reply is not itself answered: no ping-pong
         self.messages[msg.id] = msg
         if front:
             self.members[target].queue.appendleft(msg.id)
@@ -299,7 +312,7 @@ class FleetMachine:
             self.members[target].queue.append(msg.id)
         out.append(Emit(FleetMessageQueued(message_id=msg.id, source=source, target=target,
                                            text=text, via=via, hops=hops, entry=entry,
-                                           replaces=replaces), cause))
+                                           replaces=replaces, reply_to=reply_to), cause))
 
     def _pump(self, out: list[Output]) -> None:
         """GATE: every idle member with input takes its next message; then FINISH."""
@@ -365,7 +378,7 @@ class FleetMachine:
                 correction, member.correction = member.correction, None
                 self._queue(out, "human", member.id, _corrected(msg.text, correction),
                             "interrupt", seq, hops=msg.hops, entry=msg.entry, front=True,
-                            replaces=msg.id)
+                            replaces=msg.id, owes=msg.owes)
                 return
             if stop != "end_turn" and member.limited and member.cancel_asked is None:
                 self._pause(out, member, msg, seq, at)
@@ -374,8 +387,11 @@ class FleetMachine:
             member.limits, member.last_delay = 0, None
             if msg is not None:
                 self._entry_status(out, msg, "completed", seq)
+            mark = len(out)
             self._route(out, member, text, seq, msg.hops if msg is not None else 0)
             self._mediate(out, member, text, msg, seq)
+            if msg is not None and msg.owes is not None:
+                self._reply(out, member, text, msg, seq, mark)
             self._ready_entries(out, seq)
             return
         if msg is not None:
@@ -418,7 +434,8 @@ class FleetMachine:
                 msg = self.messages[mid]
                 out.append(Emit(FleetMessageRefused(source=msg.source, target=msg.target,
                                                     text=msg.text, reason="target_ended",
-                                                    message_id=mid, hops=msg.hops), seq))
+                                                    message_id=mid, hops=msg.hops,
+                                                    reply_to=msg.reply_to), seq))
                 self._entry_status(out, msg, "cancelled", seq)
         member.queue.clear()
         member.current = None
@@ -526,18 +543,37 @@ class FleetMachine:
         """MEDIATE: the turn's ``@cap://`` lines, then its ``_meta`` ``cap.message_to``
         messages — two spellings of one request, so one set of refusals and one delivery."""
         hops = (msg.hops if msg is not None else 0) + 1  # a hand-off keeps its chain's hops
+        owes = self.messages[msg.owes] if msg is not None and msg.owes is not None else None
+        answers = (owes.source, owes.id) if owes is not None else None
         for match in DIRECTIVE.finditer(text):
-            self._send(out, member, match["target"], match["text"].strip(), hops, seq)
+            self._send(out, member, match["target"], match["text"].strip(), hops, seq, answers)
         for (_message_id, targets), chunks in member.addressed:
             body = "".join(chunks).strip()
             for target in targets:
                 name = target.removeprefix("cap://") if isinstance(target, str) else repr(target)
-                self._send(out, member, name, body, hops, seq)
+                self._send(out, member, name, body, hops, seq, answers)
         member.addressed = []
 
+    def _reply(self, out: list[Output], member: _Member, text: str, msg: _Message, seq: int,
+               mark: int) -> None:
+        """REPLY: the turn that took a mediated message sends its whole final text back to
+        the sender — unless this turn's own lines or routes already addressed the sender
+        (then that was the answer, and a second copy would only double its input)."""
+        owed = self.messages[msg.owes]  # type: ignore[index]
+        for o in out[mark:]:
+            if isinstance(o, Emit) and type(o.event) in (FleetMessageQueued,
+                                                         FleetMessageRefused) \
+                    and o.event.target == owed.source:  # type: ignore[attr-defined]
+                return
+        self._send(out, member, owed.source, text.strip(), msg.hops + 1, seq,
+                   (owed.source, owed.id), via="reply")
+
     def _send(self, out: list[Output], member: _Member, target: str, body: str, hops: int,
-              seq: int) -> None:
+              seq: int, answers: tuple[str, str] | None = None, via: str = "message") -> None:
+        """``answers``: (sender, message id) of the mediated message this turn took; a
+        message back to that sender is marked a reply to it."""
         target = self.by_stream.get(target, target)
+        reply_to = answers[1] if answers is not None and answers[0] == target else None
         reason = None
         if target not in self.members:
             reason = "unknown_target"
@@ -551,10 +587,13 @@ class FleetMachine:
             reason = "empty"
         if reason is not None:
             out.append(Emit(FleetMessageRefused(source=member.id, target=target, text=body,
-                                                reason=reason, hops=hops), seq))
+                                                reason=reason, hops=hops, reply_to=reply_to),
+                            seq))
             return
-        self._queue(out, member.id, target, f"Message from {member.id}: {body}", "message",
-                    seq, hops=hops)
+        said = f"Message from {member.id} (reply)" if via == "reply" else \
+            f"Message from {member.id}"
+        self._queue(out, member.id, target, f"{said}: {body}", via, seq, hops=hops,
+                    reply_to=reply_to)
 
     def _ready_entries(self, out: list[Output], cause: int | None) -> None:
         changed = False

@@ -78,6 +78,8 @@ class MessageView(msgspec.Struct, kw_only=True):
     queued_seq: int = 0
     input_seq: int | None = None
     stop_reason: str | None = None
+    reply_to: str | None = None
+    """The message this one answers (a reply routed back to its sender)."""
 
 
 class AuditRow(msgspec.Struct, kw_only=True):
@@ -191,7 +193,7 @@ def _queued(state: FleetsState, env: Envelope) -> None:
     ev: FleetMessageQueued = env.event  # type: ignore[assignment]
     view.messages[ev.message_id] = MessageView(source=ev.source, target=ev.target, via=ev.via,
                                                text=ev.text, hops=ev.hops, cause=env.cause,
-                                               queued_seq=env.seq)
+                                               queued_seq=env.seq, reply_to=ev.reply_to)
     _audit(view, env, source=ev.source, target=ev.target, text=ev.text, detail=ev.via)
 
 
