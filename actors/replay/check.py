@@ -34,6 +34,7 @@ How inputs are recognised, in the order the actor's inbox took them:
 
 from __future__ import annotations
 
+import functools
 import gc
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
@@ -54,6 +55,7 @@ from trio_cap.actors.replay.bindings import (
 from trio_cap.actors.replay.compare import CheckResult, Divergence, group_sessions
 from trio_cap.actors.session.machine import (
     AUTO_ANSWER,
+    TERMINAL,
     CancelAgent,
     Close,
     Emit,
@@ -167,15 +169,13 @@ class SessionReplay:
         events = list(map(_EVENT, recorded))
         kinds = list(map(type, events))
         present = set(kinds)
+        self.kinds = kinds
         recorded_frames = FrameOut in present or FrameIn in present
         complete = not present.isdisjoint(_TERMINAL)
         self.ids: deque[str] = deque()
         if FrameOut in present:
             for ev in compress(events, map(is_, kinds, repeat(FrameOut))):
                 self.ids.extend(ev.ids)  # type: ignore[attr-defined]
-        self.texts: dict[int, str] = {
-            env.seq: env.event.text  # type: ignore[attr-defined]
-            for env in compress(recorded, map(is_, kinds, repeat(InputInjected)))}
         config: SessionConfig | None = events[kinds.index(SessionConfig)] \
             if SessionConfig in present else None  # type: ignore[assignment]
         name: str | None = events[kinds.index(SessionStarting)].binding \
@@ -211,6 +211,12 @@ class SessionReplay:
         self.binding: ReplayBinding | None = None
         self.binding_name: str | None = None
         self.conn = False
+
+    @functools.cached_property
+    def texts(self) -> dict[int, str]:
+        """The owner's inputs by seq, for a resume's reconcile (made only when one comes)."""
+        return {env.seq: env.event.text  # type: ignore[attr-defined]
+                for env in self.rec if type(env.event) is InputInjected}
 
     # ---- the virtual log ------------------------------------------------------
     def _append(self, events: Iterable[Event], cause: int | None) -> int:
@@ -322,18 +328,21 @@ class SessionReplay:
                 events.append(self.binding.recorder.out_event(data))
                 continue
             if events:
-                self._message(AgentBatch(events))
+                self._absorb(events)  # an AgentBatch message, as _message takes it
                 events = []
             if type(item) is not KillAgent:  # a kill's effect (eof, exit) is recorded input
                 self._message(item)
         if events:
-            self._message(AgentBatch(events))
+            self._absorb(events)
 
     # ---- driving ------------------------------------------------------------------
     def _ensure_binding(self) -> ReplayBinding:
         if self.binding is None:
-            name = next((e.event.binding for e in self.rec[self.pos:]  # type: ignore[attr-defined]
-                         if type(e.event) is SessionStarting), None) or self.created.binding
+            try:  # the connection's own session.starting, found in C
+                starting = self.rec[self.kinds.index(SessionStarting, self.pos)].event
+            except ValueError:
+                starting = None
+            name = getattr(starting, "binding", None) or self.created.binding
             # unrecorded (--record off): the agent's events are the inputs, nothing was written
             factory = REPLAY_BINDINGS.get(name) if self.framed else None
             factory = factory or InprocReplay  # no machine: frames pass as recorded
@@ -424,17 +433,20 @@ class SessionReplay:
             return self.pos
 
     def _run(self) -> int:
-        rec, machine = self.rec, self.machine
+        rec, machine, n = self.rec, self.machine, len(self.rec)
+        framed = self.framed
         self._apply(machine.create())
         while True:
-            if machine.terminal:
-                if self.pos < len(rec):  # the actor takes nothing after the end
+            if machine.state in TERMINAL:
+                if self.pos < n:  # the actor takes nothing after the end
                     raise Divergence(self.sid, rec[self.pos].seq, rec[self.pos], None)
                 return self.pos
             try:
                 if self.pending:
                     nxt = self.pos + len(self.pending)
-                    if self._batch_starts_at(nxt) and not self._step(nxt, merged=True):
+                    # unframed, _step takes as a batch exactly what _batch_starts_at finds
+                    if nxt < n and (not framed or self._batch_starts_at(nxt)) and \
+                            not self._step(nxt, merged=True):
                         continue
                     self._flush()
                     continue
@@ -465,9 +477,11 @@ class SessionReplay:
             if outputs is not None:
                 self._deliver(outputs, None)
                 return False
-        if not self.framed and self._agent_input(i):
-            self._absorb(self._agent_run(i))  # in process, unrecorded: events are their frames
-            return False
+        if not self.framed:
+            run = self._agent_run(i)  # empty unless the agent's (what _agent_input tells)
+            if run:
+                self._absorb(run)  # in process, unrecorded: events are their frames
+                return False
         if merged:
             return True
         if kind is FrameOut and not self.framed:
