@@ -43,6 +43,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
+from itertools import repeat
 
 import psycopg
 import trio
@@ -65,8 +66,8 @@ from trio_cap.events.log.postgres_group import GroupCommit, Queued
 from trio_cap.events.log.postgres_rows import (
     Row,
     decode_rows,
+    encode_batch,
     encode_envelope_rows,
-    encode_events,
 )
 from trio_cap.events.log.postgres_schema import CHANNEL_PREFIX, SchemaError, check
 from trio_cap.events.log.postgres_writer import (
@@ -177,9 +178,9 @@ class PostgresEventLog(EventLog):
         if self._failed is not None:
             raise LogWriteError(f"{self.path}: the log takes no more appends after an earlier "
                                 f"failure ({self._failed})")
-        kinds, payloads = encode_events(batch)  # refused here: nothing was sent
-        queued = Queued(Batch(uuid.uuid4(), stream, cause, self._clock.now(), kinds, payloads),
-                        batch)
+        kinds, payloads = encode_batch(batch)  # refused here: nothing was sent
+        queued = Queued(Batch(uuid.uuid4(), stream, cause, self._clock.now(), len(batch),
+                              kinds, payloads), batch)
         try:
             last = await self._group.submit(queued)
         except LogWriteError as exc:
@@ -201,24 +202,23 @@ class PostgresEventLog(EventLog):
                 q.error = exc
             raise
         envs: list[Envelope] = []
-        for q, last in zip(group, lasts, strict=True):
+        runs: list[tuple[str, int, int]] = []
+        for q, last in zip(group, lasts, strict=True):  # a group's seqs follow its order
             q.last = last
             b = q.batch
-            first = last - len(q.events) + 1
-            envs += [Envelope(first + i, b.at, b.stream, b.cause, ev)
-                     for i, ev in enumerate(q.events)]
-        envs.sort(key=_by_seq)
-        self._absorb(envs)
+            first = last - b.n + 1
+            envs += map(Envelope, range(first, last + 1), repeat(b.at, b.n),
+                        repeat(b.stream, b.n), repeat(b.cause, b.n), q.events)
+            runs.append((b.stream, first, last))
+        self._absorb(envs, runs)
 
     async def _send(self, b: Batch) -> int:
         """One batch through the non-blocking append connection; a failure that leaves the
         outcome unknown is resolved by its token on the blocking driver."""
-        params = append_params(b.token, b.stream, b.cause, b.at, b.kinds, b.payloads, self.node)
-        last, lost = await self._try_writer(params, None)
+        last, lost = await self._try_writer(append_params(b, self.node), None)
         if lost is None:
             return last
-        return await trio.to_thread.run_sync(
-            self._append_sync, b.token, b.stream, b.cause, b.at, b.kinds, b.payloads, lost)
+        return await trio.to_thread.run_sync(self._append_sync, b, lost)
 
     async def _send_many(self, batches: list[Batch]) -> list[int]:
         """Several batches in one call and one commit; each batch's last seq.  After a lost
@@ -227,14 +227,13 @@ class PostgresEventLog(EventLog):
         last, lost = await self._try_writer(append_many_params(batches, self.node), MANY)
         if lost is None:
             lasts, end = [], 0
-            total = sum(len(b.payloads) for b in batches)
+            total = sum(b.n for b in batches)
             for b in batches:
-                end += len(b.payloads)
+                end += b.n
                 lasts.append(last - total + end)
             return lasts
-        return [await trio.to_thread.run_sync(
-            self._append_sync, b.token, b.stream, b.cause, b.at, b.kinds, b.payloads, lost)
-            for b in batches]
+        return [await trio.to_thread.run_sync(self._append_sync, b, lost)
+                for b in batches]
 
     async def _try_writer(self, params: list[bytes | None], name: bytes | None
                           ) -> tuple[int, str | None]:
@@ -257,12 +256,12 @@ class PostgresEventLog(EventLog):
     def _open_writer(self) -> AppendConnection:
         return AppendConnection(connect(self.url, connect_timeout=self.connect_timeout))
 
-    def _append_sync(self, token: uuid.UUID, stream: str, cause: int | None, at: float,
-                     kinds: list[str], payloads: list[bytes], lost: str | None = None) -> int:
+    def _append_sync(self, b: Batch, lost: str | None = None) -> int:
         """One batch, one transaction, on the blocking driver; ``lost``: the first attempt's
         connection failed (why), so the token is looked up before anything is sent again."""
         deadline = None if lost is None else time.monotonic() + self.reconnect_timeout
-        params = (token, stream, cause, at, kinds, payloads, self.node)
+        token = b.token
+        params = (token, b.stream, b.cause, b.at, b.kind_list(), b.payload_list(), self.node)
 
         def append(conn: psycopg.Connection) -> int:
             return conn.execute(_APPEND, params).fetchone()[0]
@@ -303,13 +302,21 @@ class PostgresEventLog(EventLog):
                 if deadline is None:
                     deadline = time.monotonic() + self.reconnect_timeout
 
-    def _absorb(self, envs: list[Envelope]) -> None:
-        """Extend the visible prefix with whatever of ``envs`` is new (any order, repeats ok)."""
+    def _absorb(self, envs: list[Envelope], runs: list[tuple[str, int, int]] | None = None
+                ) -> None:
+        """Extend the visible prefix with whatever of ``envs`` is new (any order, repeats ok).
+        ``runs``: ``envs`` are this process's own batches in seq order, (stream, first, last)
+        each, so the stream index takes one entry per batch without looking at the events."""
         nxt = self._visible_seq + 1
         ahead = self._ahead
         if not ahead and envs and envs[0].seq == nxt and envs[-1].seq == nxt + len(envs) - 1:
             run = envs  # the common case: this process's own append, next in line
             nxt += len(envs)
+            if runs is not None:
+                for stream, first, last in runs:
+                    self._streams.add(stream, first, last)
+                self._extend(run, nxt)
+                return
         else:
             for env in envs:
                 if env.seq >= nxt:
@@ -327,6 +334,9 @@ class PostgresEventLog(EventLog):
         else:
             for env in run:
                 index.add(env.stream, env.seq, env.seq)
+        self._extend(run, nxt)
+
+    def _extend(self, run: list[Envelope], nxt: int) -> None:
         self._recent.extend(run)
         if len(self._recent) > 2 * _RECENT_KEEP:
             drop = len(self._recent) - _RECENT_KEEP
@@ -592,10 +602,6 @@ class _Listener:
                 trio.from_thread.run_sync(self.log._absorb, envs, trio_token=self.token)
             self.fetched = end
             start = end + 1
-
-
-def _by_seq(env: Envelope) -> int:
-    return env.seq
 
 
 def _seq(payload: str) -> int:

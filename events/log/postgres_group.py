@@ -75,11 +75,11 @@ class GroupCommit:
         seen_own = False
         while self._queue:
             nxt = self._queue[0]
-            if seen_own and events + len(nxt.batch.payloads) > GROUP_EVENTS:
+            if seen_own and events + nxt.batch.n > GROUP_EVENTS:
                 break
             self._queue.pop(0)
             nxt.taken = True
             group.append(nxt)
-            events += len(nxt.batch.payloads)
+            events += nxt.batch.n
             seen_own = seen_own or nxt is own
         return group

@@ -13,6 +13,7 @@ through the file log's lenient path.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Sequence
 
 import msgspec
@@ -27,6 +28,9 @@ Row = tuple[int, float, str, int | None, bytes]
 
 _encoder = msgspec.msgpack.Encoder()
 _envelopes = msgspec.msgpack.Decoder(list[Envelope])
+_int4 = struct.Struct(">i")
+_kind_elements: dict[type, bytes] = {}
+"""An event type's kind as an array element (length, UTF-8): one per type, built once."""
 
 
 def kind_of(event: Event) -> str:
@@ -49,6 +53,51 @@ def encode_events(events: Sequence[Event]) -> tuple[list[str], list[bytes]]:
         kinds.append(kind_of(event))
         payloads.append(payload)
     return kinds, payloads
+
+
+def encode_batch(events: Sequence[Event]) -> tuple[bytes, bytearray]:
+    """A batch's kinds and payloads as the elements of a binary ``text[]`` and ``bytea[]``
+    parameter (each an int4 length and the bytes), ready to be framed as arrays.
+
+    The payloads are encoded into one growing buffer, each behind a length patched in
+    after it: no bytes object and no list entry per event, which cost a 1,000-event batch
+    more than msgpack itself.  Refuses exactly what :func:`encode_events` refuses, before
+    anything is sent (it is run for the message when something cannot be stored)."""
+    buf = bytearray()
+    kinds: list[bytes] = []
+    elements = _kind_elements
+    encode_into = _encoder.encode_into
+    length_at = _int4.pack_into
+    try:
+        for event in events:
+            start = len(buf)
+            encode_into(event, buf, start + 4)
+            size = len(buf) - start - 4
+            if size > MAX_RECORD:
+                break
+            length_at(buf, start, size)
+            kind = elements.get(type(event))
+            if kind is None:
+                tag = kind_of(event).encode()
+                kind = elements[type(event)] = _int4.pack(len(tag)) + tag
+            kinds.append(kind)
+        else:
+            return b"".join(kinds), buf
+    except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
+        pass
+    encode_events(events)  # raises the error that names the event
+    raise EventRejected("a batch could not be encoded")  # pragma: no cover - raised above
+
+
+def split_elements(body: bytes | bytearray) -> list[bytes]:
+    """The elements of an array body :func:`encode_batch` built (the rare retry path)."""
+    out: list[bytes] = []
+    view, at = memoryview(body), 0
+    while at < len(body):
+        (size,) = _int4.unpack_from(view, at)
+        out.append(bytes(view[at + 4 : at + 4 + size]))
+        at += 4 + size
+    return out
 
 
 def encode_envelope_rows(envs: Iterable[Envelope]) -> list[Row]:

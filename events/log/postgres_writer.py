@@ -26,6 +26,8 @@ import psycopg
 import trio
 from psycopg import pq
 
+from trio_cap.events.log.postgres_rows import split_elements
+
 _NAME = b"cap_append"
 _SQL = b"SELECT cap_append($1, $2, $3, $4, $5, $6, $7)"
 _TYPES = (2950, 25, 20, 701, 1009, 1001, 25)  # uuid, text, int8, float8, text[], bytea[], text
@@ -54,24 +56,39 @@ def _array(oid: int, items: list[bytes] | list[bytes | None]) -> bytes:
     return b"".join(parts)
 
 
+def _framed(oid: int, count: int, body: bytes | bytearray, nulls: bool = False) -> bytes:
+    """An array whose elements are already in ``body`` (see ``encode_batch``)."""
+    return _array_head(1, int(nulls), oid, count, 1) + body
+
+
+def _element(value: bytes | None) -> bytes:
+    return _len(-1) if value is None else _len(len(value)) + value
+
+
 @attrs.frozen
 class Batch:
-    """One appended batch as it goes to the database (its events encoded)."""
+    """One appended batch as it goes to the database: ``kinds`` and ``payloads`` are the
+    elements of its ``text[]`` and ``bytea[]`` arguments (``postgres_rows.encode_batch``)."""
 
     token: uuid.UUID
     stream: str
     cause: int | None
     at: float
-    kinds: list[str]
-    payloads: list[bytes]
+    n: int
+    kinds: bytes
+    payloads: bytes | bytearray
+
+    def kind_list(self) -> list[str]:
+        return [k.decode() for k in split_elements(self.kinds)]
+
+    def payload_list(self) -> list[bytes]:
+        return split_elements(self.payloads)
 
 
-def append_params(token: uuid.UUID, stream: str, cause: int | None, at: float,
-                  kinds: list[str], payloads: list[bytes],
-                  node: str | None) -> list[bytes | None]:
-    return [token.bytes, stream.encode(), None if cause is None else _int8.pack(cause),
-            _float8(at), _array(_TEXT_OID, [k.encode() for k in kinds]),
-            _array(_BYTEA_OID, payloads), None if node is None else node.encode()]
+def append_params(b: Batch, node: str | None) -> list[bytes | None]:
+    return [b.token.bytes, b.stream.encode(), None if b.cause is None else _int8.pack(b.cause),
+            _float8(b.at), _framed(_TEXT_OID, b.n, b.kinds),
+            _framed(_BYTEA_OID, b.n, b.payloads), None if node is None else node.encode()]
 
 
 def append_many_params(batches: list[Batch], node: str | None) -> list[bytes | None]:
@@ -79,25 +96,22 @@ def append_many_params(batches: list[Batch], node: str | None) -> list[bytes | N
     batch's stream, cause and time beside its kind and payload."""
     ends: list[bytes] = []
     streams: list[bytes] = []
-    causes: list[bytes | None] = []
+    causes: list[bytes] = []
     ats: list[bytes] = []
-    kinds: list[bytes] = []
-    payloads: list[bytes] = []
     total = 0
     for b in batches:
-        n = len(b.payloads)
-        total += n
+        total += b.n
         ends.append(_int4(total))
-        stream, cause, at = b.stream.encode(), (
-            None if b.cause is None else _int8.pack(b.cause)), _float8(b.at)
-        streams += [stream] * n
-        causes += [cause] * n
-        ats += [at] * n
-        kinds += [k.encode() for k in b.kinds]
-        payloads += b.payloads
+        streams.append(_element(b.stream.encode()) * b.n)
+        causes.append(_element(None if b.cause is None else _int8.pack(b.cause)) * b.n)
+        ats.append(_element(_float8(b.at)) * b.n)
+    nulls = any(b.cause is None for b in batches)
     return [_array(_UUID_OID, [b.token.bytes for b in batches]), _array(_INT4_OID, ends),
-            _array(_TEXT_OID, streams), _array(_INT8_OID, causes),
-            _array(_FLOAT8_OID, ats), _array(_TEXT_OID, kinds), _array(_BYTEA_OID, payloads),
+            _framed(_TEXT_OID, total, b"".join(streams)),
+            _framed(_INT8_OID, total, b"".join(causes), nulls),
+            _framed(_FLOAT8_OID, total, b"".join(ats)),
+            _framed(_TEXT_OID, total, b"".join(b.kinds for b in batches)),
+            _framed(_BYTEA_OID, total, b"".join(b.payloads for b in batches)),
             None if node is None else node.encode()]
 
 
