@@ -9,7 +9,8 @@ Figures (CPU time, medians of interleaved runs):
   + compare every event) against the projection fold ``cap replay`` does
   (``events/replay.py``) over the same log: target ≥ 300k events/s; its two
   phases (open + read + group, then the machines and the comparing) timed
-  inside the same runs;
+  inside the same runs; both with the collector as ``cap`` sets it
+  (``tune_gc``);
 * the cost of recording: N in-process sessions with ``--record off`` and
   ``frames``, same work, events/s and run time;
 * the cost of recording a PTY: the settle machine fed the shared corpus's TUI
@@ -19,6 +20,7 @@ Figures (CPU time, medians of interleaved runs):
 
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
 import time
@@ -28,6 +30,7 @@ import msgspec
 import trio
 
 from bench.common import interleaved_rates, row
+from trio_cap import tune_gc
 from trio_cap.actors.ids import SequentialIds
 from trio_cap.actors.orchestrator import open_orchestrator
 from trio_cap.actors.replay.check import check_sessions, group_sessions
@@ -136,7 +139,13 @@ def run(quick: bool = False) -> None:
             finally:
                 log.close()
 
-        rates = interleaved_rates({"check": check, "fold": fold}, repeat=2 if quick else 3)
+        # as every cap command runs (cap replay and cap replay --check included): the
+        # collector tuned by trio_cap.tune_gc(), put back for the rows that follow
+        before = tune_gc()
+        try:
+            rates = interleaved_rates({"check": check, "fold": fold}, repeat=2 if quick else 3)
+        finally:
+            gc.set_threshold(*before)
         print("  cap replay --check (open, read, group, re-run every session, compare every "
               "event)")
         row("replay --check, end to end", rates["check"], rates["fold"],

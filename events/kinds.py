@@ -374,6 +374,21 @@ class FleetArchive(Event, tag="fleet.archive"):
     max_passages: int
 
 
+class FleetDiff(Event, tag="fleet.diff"):
+    """A member's worktree diff as its turn left it, taken at the turn end (``turn_end``,
+    also the envelope's cause) to hand on with the result its routes carry."""
+
+    member: str
+    turn_end: int
+    name: str
+    size: int
+    content: str
+    """At most the first ``HANDOFF_DIFF_LIMIT`` characters (``truncated``)."""
+    truncated: bool = False
+    uri: str | None = None
+    branch: str | None = None
+
+
 class FleetRoute(Event, tag="fleet.route"):
     """A route fired: ``pattern`` from ``sources`` to ``targets`` (a race's winner is its
     only source; ``cancelled`` are the losers)."""
@@ -799,6 +814,7 @@ FLEET_EVENTS: tuple[type[Event], ...] = (
     FleetConflict,
     FleetMember,
     FleetArchive,
+    FleetDiff,
     FleetRoute,
     FleetMessageQueued,
     FleetMessageDelivered,
@@ -901,6 +917,7 @@ AnyEvent = (
     | FleetConflict
     | FleetMember
     | FleetArchive
+    | FleetDiff
     | FleetRoute
     | FleetMessageQueued
     | FleetMessageDelivered

@@ -20,6 +20,10 @@ Rules (one line each; the code below keeps them in this order):
           fires the member's routes with its whole final text and routes its
           ``@cap://<id> text`` lines; any other stop is a failure, except a cancel the
           fleet asked for.
+* HANDOFF a turn that ended well hands on (ROUTES, MEDIATE, REPLY) once its artifacts are
+          in: the agent's own ``cap.artifact`` events of the turn, and for a member with a
+          git worktree its diff (``Collect``, then ``fleet.diff``); turn ends hand on in
+          the order they ended, and the member takes no next input before.
 * ROUTES  pipeline: next stage; fan_out: every target; join: the target, once every
           source has a result; race: the first source done wins, the others are
           cancelled (``race_lost``); by_subtask: the source's own plan becomes master
@@ -59,21 +63,31 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import attrs
 
 from trio_cap.actors.fleet.model import BySubtask, FanOut, Fleet, Join, Pipeline, Race
-from trio_cap.actors.fleet.outputs import CancelTurn, Deliver, Emit, Finished, Output, Wake
+from trio_cap.actors.fleet.outputs import (
+    CancelTurn,
+    Collect,
+    Deliver,
+    Emit,
+    Finished,
+    Output,
+    Wake,
+)
 from trio_cap.actors.fleet.ratelimit import next_delay, retry_after
 from trio_cap.actors.fleet.touches import Touches, diff_files, written
 from trio_cap.events.kinds import (
+    Artifact,
     CapError,
     Event,
     FleetBudgetRefused,
     FleetCancel,
     FleetCompleted,
+    FleetDiff,
     FleetFailed,
     FleetGaveUp,
     FleetInterrupt,
@@ -101,6 +115,10 @@ from trio_cap.events.kinds import (
 DIRECTIVE = re.compile(r"^[ \t]*@cap://(?P<target>[A-Za-z0-9_.:-]+)[ \t]+(?P<text>\S.*)$", re.M)
 ASSIGNED_TO = "cap.assigned_to"
 DEPENDS_ON = "cap.depends_on"
+HANDOFF_DIFF_LIMIT = 16_000
+"""Characters of a worktree diff a hand-off carries: a result plus a change of a few hundred
+lines stays an input the next agent reads whole (about 4k tokens) instead of crowding out
+its task; the artifact names the branch, which holds the whole diff."""
 MESSAGE_TO = "cap.message_to"
 
 
@@ -143,9 +161,28 @@ class _Member:
     """A person's correction waiting for the interrupted turn to end."""
     writes: dict[str, list[str]] = attrs.field(factory=dict)
     """Write tool calls in flight: call id → the paths they name."""
+    artifacts: list[Artifact] = attrs.field(factory=list)
+    """This turn's own ``cap.artifact`` events."""
+    collecting: bool = False
+    """Its turn ended and its hand-off waits for its diff: no next turn before that."""
+    section: str = ""
+    """The artifacts part of its last turn's hand-offs."""
     addressed: list[tuple[tuple[str, tuple[Any, ...]], list[str]]] = attrs.field(factory=list)
     """This turn's text that ``_meta`` ``cap.message_to`` addressed: runs of chunks with
     one (message id, targets), so a message streamed in pieces is delivered whole, once."""
+
+
+@attrs.define
+class _HandOff:
+    """A turn that ended well, its routes and messages waiting for its artifacts."""
+
+    member: str
+    text: str
+    msg: _Message | None
+    seq: int
+    section: str
+    diff: str | None = ""
+    """None until :meth:`FleetMachine.collected` (members with a git worktree)."""
 
 
 @attrs.define
@@ -159,8 +196,12 @@ class _Entry:
 
 class FleetMachine:
     def __init__(self, fleet: Fleet, session_ids: Mapping[str, str],
-                 workdirs: Mapping[str, str] | None = None) -> None:
+                 workdirs: Mapping[str, str] | None = None,
+                 diffs: Collection[str] = ()) -> None:
+        """``diffs``: members whose worktree gives a diff (git) to hand on with results."""
         self.fleet = fleet
+        self.diffs = set(diffs) & _handing_on(fleet)
+        self.handoffs: deque[_HandOff] = deque()
         self.touches = Touches(workdirs)
         self.members = {m.id: _Member(m.id, session_ids[m.id], m.budget_usd)
                         for m in fleet.sessions}
@@ -208,6 +249,8 @@ class FleetMachine:
                     member.addressed[-1][1].append(event.text)
                 else:
                     member.addressed.append((key, [event.text]))
+        elif kind is Artifact and member.status == "working":
+            member.artifacts.append(event)
         elif kind is Plan and member.status == "working":
             member.plan = event.entries
         elif kind is ToolCallStart:
@@ -295,6 +338,13 @@ class FleetMachine:
         self._pump(out)
         return out
 
+    def _handed(self, member: _Member, text: str) -> str:
+        """A worker's whole final text, as the next session receives it, with that turn's
+        artifacts: its worktree's diff (bounded) and the agent's own."""
+        if not member.section:
+            return f"Result from {member.id}:\n{text}"
+        return f"Result from {member.id}:\n{text}\n\nArtifacts of that turn:{member.section}"
+
     # ---- rules ------------------------------------------------------------------------
     def _queue(self, out: list[Output], source: str, target: str, text: str, via: str,
                cause: int | None, *, hops: int = 0, entry: str | None = None,
@@ -317,7 +367,7 @@ class FleetMachine:
     def _pump(self, out: list[Output]) -> None:
         """GATE: every idle member with input takes its next message; then FINISH."""
         for member in self.members.values():
-            while member.status == "idle" and member.queue:
+            while member.status == "idle" and member.queue and not member.collecting:
                 msg = self.messages[member.queue.popleft()]
                 refusal = self._over_budget(member)
                 if refusal is not None:
@@ -332,6 +382,7 @@ class FleetMachine:
                 member.current = msg.id
                 member.text = []
                 member.addressed = []
+                member.artifacts = []
                 member.plan = ()
                 member.cancel_asked = None
                 member.limited, member.said = False, None
@@ -387,12 +438,13 @@ class FleetMachine:
             member.limits, member.last_delay = 0, None
             if msg is not None:
                 self._entry_status(out, msg, "completed", seq)
-            mark = len(out)
-            self._route(out, member, text, seq, msg.hops if msg is not None else 0)
-            self._mediate(out, member, text, msg, seq)
-            if msg is not None and msg.owes is not None:
-                self._reply(out, member, text, msg, seq, mark)
-            self._ready_entries(out, seq)
+            job = _HandOff(member.id, text, msg, seq, _agent_artifacts(member.artifacts))
+            if member.id in self.diffs:
+                job.diff = None
+                out.append(Collect(member.id))
+            member.collecting = True
+            self.handoffs.append(job)
+            self._drain(out)
             return
         if msg is not None:
             self._entry_status(out, msg, "cancelled", seq)
@@ -400,6 +452,37 @@ class FleetMachine:
             return
         why = "cancelled: budget exceeded" if member.cancel_asked == "budget" else stop
         self.failures.append(f"{member.id}: turn ended with {why}")
+
+    def _drain(self, out: list[Output]) -> None:
+        """HANDOFF: the turn ends whose artifacts are in, in the order the turns ended (a
+        race's first done stays first while a diff is taken)."""
+        while self.handoffs and self.handoffs[0].diff is not None:
+            job = self.handoffs.popleft()
+            member = self.members[job.member]
+            member.collecting = False
+            member.section = job.section + job.diff  # type: ignore[operator]
+            mark = len(out)
+            msg, text, seq = job.msg, job.text, job.seq
+            self._route(out, member, text, seq, msg.hops if msg is not None else 0)
+            self._mediate(out, member, text, msg, seq)
+            if msg is not None and msg.owes is not None:
+                self._reply(out, member, text, msg, seq, mark)
+            self._ready_entries(out, seq)
+
+    def collected(self, member_id: str, content: str, size: int, uri: str | None,
+                  branch: str | None) -> list[Output]:
+        """The member's worktree diff for its oldest turn end waiting for one (``content``:
+        at most :data:`HANDOFF_DIFF_LIMIT` characters of ``size`` bytes); the first output
+        is its ``fleet.diff``."""
+        job = next(j for j in self.handoffs if j.member == member_id and j.diff is None)
+        truncated = len(content.encode()) < size
+        out: list[Output] = [Emit(FleetDiff(
+            member=member_id, turn_end=job.seq, name=f"{member_id}.diff", size=size,
+            content=content, truncated=truncated, uri=uri, branch=branch), job.seq)]
+        job.diff = _diff_section(f"{member_id}.diff", content, size, uri, branch, truncated)
+        self._drain(out)
+        self._pump(out)
+        return out
 
     def _pause(self, out: list[Output], member: _Member, msg: _Message, seq: int,
                at: float | None) -> None:
@@ -461,25 +544,26 @@ class FleetMachine:
                     if a == mid and self._fire(index, a, route.rounds):
                         out.append(Emit(FleetRoute(pattern="pipeline", sources=(a,),
                                                    targets=(b,)), seq))
-                        self._queue(out, a, b, _handed(a, text), "pipeline", seq, hops=hops)
+                        self._queue(out, a, b, self._handed(member, text), "pipeline", seq,
+                                    hops=hops)
             elif isinstance(route, FanOut):
                 if route.source == mid and self._fire(index, mid, route.rounds):
                     out.append(Emit(FleetRoute(pattern="fan_out", sources=(mid,),
                                                targets=route.targets), seq))
                     for target in route.targets:
-                        self._queue(out, mid, target, _handed(mid, text), "fan_out", seq,
+                        self._queue(out, mid, target, self._handed(member, text), "fan_out", seq,
                                     hops=hops)
             elif isinstance(route, Join):
                 if mid in route.sources:
                     got = self.joined.setdefault(index, {})
-                    got.setdefault(mid, text)
+                    got.setdefault(mid, self._handed(member, text))
                     self.joined_hops[index] = max(self.joined_hops.get(index, 0), hops)
                     if len(got) == len(route.sources) and self._fire(index, "", route.rounds):
                         del self.joined[index]
                         joined_hops = self.joined_hops.pop(index, 0)
                         out.append(Emit(FleetRoute(pattern="join", sources=route.sources,
                                                    targets=(route.target,)), seq))
-                        combined = "\n\n".join(_handed(s, got[s]) for s in route.sources)
+                        combined = "\n\n".join(got[s] for s in route.sources)
                         self._queue(out, ",".join(route.sources), route.target, combined,
                                     "join", seq, hops=joined_hops)
             elif isinstance(route, Race):
@@ -503,7 +587,7 @@ class FleetMachine:
                         out.append(Emit(FleetCancel(members=tuple(cancelled),
                                                     reason="race_lost"), seq))
                     if route.target:
-                        self._queue(out, mid, route.target, _handed(mid, text), "race", seq,
+                        self._queue(out, mid, route.target, self._handed(member, text), "race", seq,
                                     hops=hops)
             elif isinstance(route, BySubtask) and route.source == mid \
                     and self._fire(index, mid, route.rounds):
@@ -627,7 +711,7 @@ class FleetMachine:
         out.append(Emit(Plan(entries=entries), cause))
 
     def _maybe_finish(self, out: list[Output]) -> None:
-        if self.finished:
+        if self.finished or self.handoffs:
             return
         if any(m.status in ("working", "paused") or (m.status == "idle" and m.queue)
                for m in self.members.values()):
@@ -654,6 +738,29 @@ def _corrected(original: str, correction: str) -> str:
             f"you had done so far stands): {correction}")
 
 
-def _handed(source: str, text: str) -> str:
-    """A worker's whole final text, as the next session receives it."""
-    return f"Result from {source}:\n{text}"
+def _handing_on(fleet: Fleet) -> set[str]:
+    """Members whose results a route hands to another session (their diffs go with them)."""
+    out: set[str] = set()
+    for route in fleet.routes:
+        if isinstance(route, Pipeline):
+            out.update(a for a, _b in route.edges)
+        elif isinstance(route, FanOut):
+            out.add(route.source)
+        elif isinstance(route, Join) or (isinstance(route, Race) and route.target):
+            out.update(route.sources)
+    return out
+
+
+def _agent_artifacts(artifacts: list[Artifact]) -> str:
+    """The turn's own ``cap.artifact`` events, named (their content is the agent's)."""
+    return "".join(f"\n- {a.name} ({a.uri or a.mime_type}, {a.size} bytes)" for a in artifacts)
+
+
+def _diff_section(name: str, content: str, size: int, uri: str | None, branch: str | None,
+                  truncated: bool) -> str:
+    where = ", ".join(x for x in (f"branch {branch}" if branch else "", uri or "") if x)
+    if not size:
+        return ""  # nothing changed: nothing to review, no line to read past
+    cut = (f"; its first {len(content)} characters, the branch holds the rest"
+           if truncated else "")
+    return f"\n- {name}: its worktree's diff ({where}, {size} bytes{cut}):\n{content}"

@@ -29,6 +29,14 @@ class Deliver:
 
 
 @attrs.frozen
+class Collect:
+    """Take ``member``'s worktree diff now (its turn ended and its result waits to be
+    handed on with it), then report :meth:`FleetMachine.collected`."""
+
+    member: str
+
+
+@attrs.frozen
 class CancelTurn:
     member: str
 
@@ -47,4 +55,4 @@ class Finished:
     reason: str = ""
 
 
-Output = Emit | Deliver | CancelTurn | Wake | Finished
+Output = Emit | Deliver | Collect | CancelTurn | Wake | Finished

@@ -34,13 +34,14 @@ import attrs
 
 from trio_cap.actors.fleet.machine import FleetMachine
 from trio_cap.actors.fleet.model import Fleet
-from trio_cap.actors.fleet.outputs import Deliver, Emit, Finished, Output, Wake
+from trio_cap.actors.fleet.outputs import Collect, Deliver, Emit, Finished, Output, Wake
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import (
     Artifact,
     FleetArchive,
     FleetCompleted,
     FleetConflict,
+    FleetDiff,
     FleetFailed,
     FleetInterrupt,
     FleetMember,
@@ -111,6 +112,9 @@ class FleetPoint:
     """``completed`` / ``failed`` when the fleet's stream already ended."""
     diffed: set[str] = attrs.field(factory=set)
     """Members whose final diff is already attached (``cap.artifact``)."""
+    collect: list[Collect] = attrs.field(factory=list)
+    """Turn ends whose hand-off waited for a worktree diff the log does not hold: taken
+    now (the routes fire once it is in)."""
 
     @property
     def missing(self) -> list[str]:
@@ -172,6 +176,7 @@ class _Replay:
                                 members={})
         self.expected: list[Emit] = []
         self.pending: dict[str, tuple[Deliver, int]] = {}
+        self.collects: list[Collect] = []
         """Message id → (the delivery asked for, the seq the machine had reached then)."""
         self.until: dict[str, float] = {}
         self.claimed_seqs: set[int] = set()
@@ -227,7 +232,8 @@ class _Replay:
         if missing:
             raise CannotResumeFleet(f"its members differ from the fleet file's (no session "
                                     f"for {', '.join(missing)})")
-        machine = FleetMachine(self.fleet, sessions, self.cwds)
+        machine = FleetMachine(self.fleet, sessions, self.cwds,
+                               [m for m, wt in self.point.worktrees.items() if wt.mode == "git"])
         self.point.machine = machine
         self._take(machine.start())
 
@@ -239,6 +245,8 @@ class _Replay:
                     self.until[output.event.member] = output.event.until
             elif isinstance(output, Deliver):
                 self.pending[output.message_id] = (output, self.at)
+            elif isinstance(output, Collect):
+                self.collects.append(output)
             elif isinstance(output, Finished):
                 self.finished = True
                 self.point.finish = output
@@ -267,6 +275,12 @@ class _Replay:
             self._outside(env, machine.interrupt(ev.member, ev.correction))
         elif kind in (FleetRunResumed, FleetArchive):
             pass  # an earlier resume (and its answerer): what followed replays as any other
+        elif kind is FleetDiff:  # a hand-off's diff, taken by the shell
+            if Collect(ev.member) not in self.collects:
+                raise self._diverged(env, "no diff of that member was asked for")
+            self.collects.remove(Collect(ev.member))
+            self._outside(env, machine.collected(ev.member, ev.content, ev.size, ev.uri,
+                                                 ev.branch))
         elif kind is Artifact:
             self.point.diffed.add(str((ev.meta or {}).get("cap.member", "")))
         elif kind in (FleetTouched, FleetConflict) and ev.via == "diff" and self.finished:
@@ -303,6 +317,7 @@ class _Replay:
         machine = point.machine
         assert machine is not None
         point.unlogged = list(self.expected)
+        point.collect = list(self.collects)
         for message_id, (deliver, asked_at) in self.pending.items():
             inject = self._inject_of(deliver, asked_at)
             if inject is None:
@@ -339,7 +354,7 @@ def actions(point: FleetPoint) -> list[Output]:
     """What the resumed shell does first, in order: the lost deliveries' records, the lost
     decisions, the deliveries still owed (the cancels still asked for wait for the re-run
     turn to start: :attr:`FleetPoint.cancel`)."""
-    out: list[Output] = [*point.claimed, *point.unlogged, *point.deliver]
+    out: list[Output] = [*point.claimed, *point.unlogged, *point.deliver, *point.collect]
     if point.finish is not None:
         out.append(point.finish)
     return out

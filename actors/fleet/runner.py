@@ -23,7 +23,9 @@ import trio
 from trio_cap.actors.fleet import worktrees
 from trio_cap.actors.fleet.answer_shell import open_answerer
 from trio_cap.actors.fleet.machine import (
+    HANDOFF_DIFF_LIMIT,
     CancelTurn,
+    Collect,
     Deliver,
     Emit,
     Finished,
@@ -237,7 +239,8 @@ class _Shell:
             nursery.cancel_scope.cancel()
             raise
         machine = FleetMachine(fleet, {m: s.id for m, s in self.sessions.items()},
-                               {m: wd.path for m, wd in self.workdirs.items()})
+                               {m: wd.path for m, wd in self.workdirs.items()},
+                               [m for m, wd in self.workdirs.items() if wd.mode == "git"])
         self.machine = machine
         follow_from = self.orch.log.last_seq + 1
         for output in machine.start():
@@ -343,6 +346,8 @@ class _Shell:
                     await self.emit(output.event, output.cause)
             elif isinstance(output, Deliver):
                 nursery.start_soon(self._deliver, output)
+            elif isinstance(output, Collect):
+                nursery.start_soon(self._collect, output.member)
             elif isinstance(output, CancelTurn):
                 nursery.start_soon(self._cancel, output.member)
             elif isinstance(output, Wake):
@@ -366,6 +371,18 @@ class _Shell:
             else:
                 results = self.machine.delivered(out.message_id, accepted.seq, accepted.turn)
         for output in results:
+            self.send.send_nowait(output)
+
+    async def _collect(self, member: str) -> None:
+        """A member's worktree diff as its turn left it, for the result it hands on."""
+        wd = self.workdirs[member]
+        try:
+            text = await worktrees.diff(wd, self.fleet.setup.copy)
+        except worktrees.WorktreeError as exc:
+            text = f"(no diff: {exc})"
+        for output in self.machine.collected(member, text[:HANDOFF_DIFF_LIMIT],
+                                             len(text.encode()), f"file://{wd.path}",
+                                             wd.branch):
             self.send.send_nowait(output)
 
     async def _wake(self, wake: Wake) -> None:
