@@ -43,7 +43,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
-from itertools import repeat
+from itertools import accumulate, repeat
 
 import psycopg
 import trio
@@ -225,13 +225,9 @@ class PostgresEventLog(EventLog):
         connection each batch is resolved by its own token (the group committed whole or
         not at all, so either all are found or each is sent again)."""
         last, lost = await self._try_writer(append_many_params(batches, self.node), MANY)
-        if lost is None:
-            lasts, end = [], 0
-            total = sum(b.n for b in batches)
-            for b in batches:
-                end += b.n
-                lasts.append(last - total + end)
-            return lasts
+        if lost is None:  # the group's seqs run in its order, up to ``last``
+            sizes = [b.n for b in batches]
+            return list(accumulate(sizes, initial=last - sum(sizes)))[1:]
         return [await trio.to_thread.run_sync(self._append_sync, b, lost)
                 for b in batches]
 
