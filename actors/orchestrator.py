@@ -49,12 +49,16 @@ from trio_cap.events.clock import Clock, SystemClock
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.kinds import (
     TERMINAL_EVENTS,
+    FleetCompleted,
+    FleetFailed,
+    FleetStarted,
     SessionConfig,
     SessionCreated,
 )
 from trio_cap.events.log import EventLog, MemoryEventLog
 from trio_cap.events.log.opener import open_log
 from trio_cap.events.projections import State, fold, forget, initial_state
+from trio_cap.events.projections.fleets import FleetView, fold_fleet, forget_fleet
 
 __all__ = ["BUILTIN_AGENT", "Orchestrator", "Session", "TurnResult", "UnknownAgent",
            "open_orchestrator", "resolve"]
@@ -67,6 +71,12 @@ BUSY_AT_ONCE = 16
 once.  Measured (``bench sessions``, 1,000 in-process sessions): 16 → append → subscriber
 p99 ~3 ms, 64 → 15–40 ms, the same wall time; 40 ``cap-agent`` processes started 16 at a
 time each reach ready in 3.4 s instead of 8.3 s, all 40 in the same 10 s."""
+
+
+_FORGETS: dict[type, str] = {**dict.fromkeys(TERMINAL_EVENTS, "session"),
+                             FleetCompleted: "fleet ended", FleetFailed: "fleet ended",
+                             FleetStarted: "fleet started"}
+"""The events after which the live state forgets something (one lookup per event folded)."""
 
 
 class UnknownAgent(Exception):
@@ -93,8 +103,16 @@ class Orchestrator:
         self._watched: set[str] = set()
         self.keep_finished = False
         """Whether the live state keeps a finished session's transcript, plan and audit
-        trail (default: no — it keeps its summary and usage; :meth:`session_state` folds
-        the rest from the log on demand)."""
+        trail, and an ended fleet run's messages, audit and asks (default: no — it keeps
+        their summaries and usage; :meth:`session_state` and :meth:`fleet_state` fold the
+        rest from the log on demand)."""
+        self.keep_last_fleet = True
+        """Whether the fleet run that ended last keeps its detail until another run starts
+        (default: yes, for callers that read a run's projection from ``state`` once it has
+        returned, as ``cap fleet run`` and the fleet tests do; a long-lived fleet face then
+        holds one ended run's detail, never all of them).  No: forgotten at its end."""
+        self._ended_fleets: list[str] = []
+        """Fleet streams that ended and whose detail is still held."""
         self.busy = trio.CapacityLimiter(BUSY_AT_ONCE)
         """Sessions starting, closing or taking a command at one time; the rest wait their
         turn.  Work done for every session in the same scheduler round lengthens every
@@ -119,12 +137,28 @@ class Orchestrator:
         fold(self.state, batch)
         if not self.keep_finished:
             for env in batch:
-                if type(env.event) in TERMINAL_EVENTS:
+                what = _FORGETS.get(type(env.event))
+                if what is None:
+                    continue
+                if what == "session":
                     forget(self.state, env.stream)
+                elif what == "fleet ended":
+                    self._ended_fleets.append(env.stream)
+                    if not self.keep_last_fleet:
+                        self._forget_ended_fleets()
+                else:
+                    self._forget_ended_fleets(but=env.stream)
         if self._waiters:
             for stream in {env.stream for env in batch}:
                 self._wake(stream)
             self._wake(None)
+
+    def _forget_ended_fleets(self, but: str | None = None) -> None:
+        """Forget every ended fleet run held so far (``but``: one starting again, resumed)."""
+        for stream in self._ended_fleets:
+            if stream != but:
+                forget_fleet(self.state.fleets, stream)
+        self._ended_fleets = []
 
     def _wake(self, stream: str | None) -> None:
         for event in self._waiters.pop(stream, ()):
@@ -168,6 +202,14 @@ class Orchestrator:
         """Every projection of one session, folded from its own events in the log (reads
         only that stream): the detail the live state drops once a session has ended."""
         return fold(initial_state(), self.log.read(1, session_id))
+
+    def fleet_state(self, name: str) -> FleetView | None:
+        """A fleet run's whole projection — plan, messages, audit, asks — folded from its
+        stream and its members' in the log: the detail the live state drops once the run
+        has ended.  ``None``: the log has no fleet of that name."""
+        view = self.state.fleets.fleets.get(name)
+        stream = view.stream if view is not None else f"fleet:{name}"
+        return fold_fleet(lambda s: self.log.read(1, s), stream).fleets.get(name)
 
     async def caught_up(self) -> State:
         """Wait until the projection has folded everything the log has acknowledged."""

@@ -9,6 +9,8 @@ idle, done (its session completed) or failed.
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -126,6 +128,9 @@ class FleetView(msgspec.Struct, kw_only=True):
     conflicts: list[FleetConflict] = msgspec.field(default_factory=list)
     archive: FleetArchive | None = None
     asks: list[AskView] = msgspec.field(default_factory=list)
+    forgotten: bool = False
+    """The run has ended and its detail left memory (:func:`forget_fleet`): only the
+    summary above the plan is kept; :func:`fold_fleet` folds the rest from the log."""
 
 
 class FleetsState(msgspec.Struct):
@@ -137,8 +142,10 @@ class FleetsState(msgspec.Struct):
 
 
 def _fleet(state: FleetsState, env: Envelope) -> FleetView | None:
+    """The running fleet whose stream ``env`` is on (a forgotten one gathers no detail)."""
     name = state.by_stream.get(env.stream)
-    return state.fleets.get(name) if name is not None else None
+    view = state.fleets.get(name) if name is not None else None
+    return view if view is not None and not view.forgotten else None
 
 
 def _member(state: FleetsState, env: Envelope) -> MemberView | None:
@@ -336,7 +343,7 @@ def _archive(state: FleetsState, env: Envelope) -> None:
 
 def _asked(state: FleetsState, env: Envelope) -> None:
     where = state.members.get(env.stream)
-    if where is not None:
+    if where is not None and not state.fleets[where[0]].forgotten:
         ev: AskUser = env.event  # type: ignore[assignment]
         state.fleets[where[0]].asks.append(AskView(member=where[1], ask_id=ev.ask_id,
                                                    prompt=ev.prompt, seq=env.seq))
@@ -395,6 +402,45 @@ def _usage(state: FleetsState, env: Envelope) -> None:
 def _plan_or_member(state: FleetsState, env: Envelope) -> None:
     if env.stream in state.by_stream:
         _plan(state, env)
+
+
+def forget_fleet(state: FleetsState, stream: str) -> None:
+    """Drop an ended fleet run's detail — plan, routed messages and their texts, audit
+    trail, asks, worktrees, touched files, conflicts — keeping its summary: status, reason,
+    spend against the budget and each member's state, all ``cap fleet status`` prints in
+    its first lines.
+
+    A long-lived fleet face runs one fleet per prompt; without this its live state grew
+    with every message of every run it ever served.  The detail is still in the log
+    (:func:`fold_fleet`)."""
+    name = state.by_stream.get(stream)
+    view = state.fleets.get(name) if name is not None else None
+    if view is None:
+        return
+    view.plan, view.messages, view.audit, view.worktrees = (), {}, [], []
+    view.touched, view.conflicts, view.archive, view.asks = {}, [], None, []
+    view.forgotten = True
+
+
+def fold_fleet(read: Callable[[str], Sequence[Envelope]], stream: str) -> FleetsState:
+    """The fleets projection of one fleet stream, folded from the log on demand: that
+    stream and its members' session streams (``read(stream)`` gives one stream's events in
+    seq order), merged in seq order — the same events a replay of the whole log folds
+    into that fleet, without reading any other stream."""
+    own = read(stream)
+    members = dict.fromkeys(env.event.session_id for env in own  # type: ignore[attr-defined]
+                            if type(env.event) is FleetMember)
+    state = FleetsState()
+    handlers = FleetsProjection.handlers
+    for env in heapq.merge(own, *(read(sid) for sid in members), key=_seq):
+        handler = handlers.get(type(env.event))
+        if handler is not None:
+            handler(state, env)
+    return state
+
+
+def _seq(env: Envelope) -> int:
+    return env.seq
 
 
 class FleetsProjection(Projection[FleetsState]):

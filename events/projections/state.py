@@ -9,7 +9,7 @@ import msgspec
 from trio_cap.events.envelope import Envelope
 from trio_cap.events.projections.audit import AuditProjection, AuditState
 from trio_cap.events.projections.base import Projection
-from trio_cap.events.projections.fleets import FleetsProjection, FleetsState
+from trio_cap.events.projections.fleets import FleetsProjection, FleetsState, forget_fleet
 from trio_cap.events.projections.pending import PendingProjection, PendingState
 from trio_cap.events.projections.plan import PlanProjection, PlanState
 from trio_cap.events.projections.sessions import (
@@ -81,10 +81,14 @@ def forget(state: State, stream: str) -> State:
 
 
 def forget_finished(state: State) -> State:
-    """:func:`forget` every session that has ended: what a live orchestrator keeps."""
+    """:func:`forget` every session that has ended, and :func:`forget_fleet` every fleet
+    run that has: what a live orchestrator keeps."""
     for sid, view in state.sessions.sessions.items():
         if view.status in TERMINAL_STATUSES:
             forget(state, sid)
+    for fleet in state.fleets.fleets.values():
+        if fleet.status != "running":
+            forget_fleet(state.fleets, fleet.stream)
     return state
 
 
