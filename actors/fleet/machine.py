@@ -11,6 +11,10 @@ Rules (one line each; the code below keeps them in this order):
           master plan (``[[plan]]``) is published as ``cap.plan`` on the fleet's stream
           and its ready entries (dependencies completed) are queued.
 * QUEUE   every input for a member is a message: ``fleet.message.queued`` first.
+* WAKE    a member whose session queues input mid-turn (manifest ``queued_input``) takes
+          its next message during a turn that nothing was asked of (a cancel, a
+          correction, a rate limit), injected at once; its turns end in order, each
+          consuming its own.  Any other busy member's messages wait for its turn end.
 * GATE    a member that is idle takes its next message — unless its own or the fleet's
           budget is already spent: then ``fleet.budget_refused`` (cap_budget_exceeded,
           -32004) and the turn never starts.
@@ -163,6 +167,9 @@ class _Member:
     """Write tool calls in flight: call id → the paths they name."""
     artifacts: list[Artifact] = attrs.field(factory=list)
     """This turn's own ``cap.artifact`` events."""
+    inflight: deque[str] = attrs.field(factory=deque)
+    """Messages injected mid-turn (``queued_input``), behind ``current``: their turns run
+    next, in this order."""
     collecting: bool = False
     """Its turn ended and its hand-off waits for its diff: no next turn before that."""
     section: str = ""
@@ -181,6 +188,8 @@ class _HandOff:
     msg: _Message | None
     seq: int
     section: str
+    addressed: list[tuple[tuple[str, tuple[Any, ...]], list[str]]]
+    plan: tuple[PlanEntry, ...]
     diff: str | None = ""
     """None until :meth:`FleetMachine.collected` (members with a git worktree)."""
 
@@ -197,9 +206,11 @@ class _Entry:
 class FleetMachine:
     def __init__(self, fleet: Fleet, session_ids: Mapping[str, str],
                  workdirs: Mapping[str, str] | None = None,
-                 diffs: Collection[str] = ()) -> None:
-        """``diffs``: members whose worktree gives a diff (git) to hand on with results."""
+                 diffs: Collection[str] = (), queued_input: Collection[str] = ()) -> None:
+        """``diffs``: members whose worktree gives a diff (git) to hand on with results;
+        ``queued_input``: members whose sessions take input mid-turn (their manifests')."""
         self.fleet = fleet
+        self.queued_input = set(queued_input)
         self.diffs = set(diffs) & _handing_on(fleet)
         self.handoffs: deque[_HandOff] = deque()
         self.touches = Touches(workdirs)
@@ -334,6 +345,8 @@ class FleetMachine:
             member.current = None
             member.correction = None  # no turn took it: nothing to correct
             member.status = "ended" if member.status == "ended" else "idle"
+        elif message_id in member.inflight:
+            member.inflight.remove(message_id)
         self._entry_status(out, msg, "cancelled", None)
         self._pump(out)
         return out
@@ -367,7 +380,8 @@ class FleetMachine:
     def _pump(self, out: list[Output]) -> None:
         """GATE: every idle member with input takes its next message; then FINISH."""
         for member in self.members.values():
-            while member.status == "idle" and member.queue and not member.collecting:
+            while member.queue and not member.collecting and (
+                    member.status == "idle" or self._mid_turn(member)):
                 msg = self.messages[member.queue.popleft()]
                 refusal = self._over_budget(member)
                 if refusal is not None:
@@ -378,16 +392,30 @@ class FleetMachine:
                     self.failures.append(f"{member.id}: {scope} budget ${budget:g} spent")
                     self._entry_status(out, msg, "cancelled", None)
                     continue
-                member.status = "working"
-                member.current = msg.id
-                member.text = []
-                member.addressed = []
-                member.artifacts = []
-                member.plan = ()
-                member.cancel_asked = None
-                member.limited, member.said = False, None
+                if member.status == "working":
+                    member.inflight.append(msg.id)
+                else:
+                    self._begin(member, msg.id)
                 out.append(Deliver(msg.id, member.id, msg.text))
         self._maybe_finish(out)
+
+    def _mid_turn(self, member: _Member) -> bool:
+        """WAKE: a working member takes its next message at once when its session queues
+        input and nothing is asked of the turn in flight (a cancel, a correction, a rate
+        limit's pause would have to decide what the queued turn is)."""
+        return member.status == "working" and member.id in self.queued_input \
+            and member.cancel_asked is None and member.correction is None \
+            and not member.limited
+
+    def _begin(self, member: _Member, message_id: str) -> None:
+        member.status = "working"
+        member.current = message_id
+        member.text = []
+        member.addressed = []
+        member.artifacts = []
+        member.plan = ()
+        member.cancel_asked = None
+        member.limited, member.said = False, None
 
     def _over_budget(self, member: _Member) -> tuple[Any, float, float] | None:
         if member.budget is not None and member.spent >= member.budget:
@@ -418,6 +446,15 @@ class FleetMachine:
 
     def _turn_ended(self, out: list[Output], member: _Member, stop: StopReason,
                     seq: int, at: float | None) -> None:
+        """END, then the next message injected mid-turn is the turn in flight (turns end in
+        the order they were sent)."""
+        following = member.inflight.popleft() if member.inflight else None
+        self._end_turn(out, member, stop, seq, at)
+        if following is not None:
+            self._begin(member, following)
+
+    def _end_turn(self, out: list[Output], member: _Member, stop: StopReason,
+                  seq: int, at: float | None) -> None:
         msg = self.messages[member.current] if member.current else None
         member.status = "idle"
         member.current = None
@@ -438,7 +475,8 @@ class FleetMachine:
             member.limits, member.last_delay = 0, None
             if msg is not None:
                 self._entry_status(out, msg, "completed", seq)
-            job = _HandOff(member.id, text, msg, seq, _agent_artifacts(member.artifacts))
+            job = _HandOff(member.id, text, msg, seq, _agent_artifacts(member.artifacts),
+                           member.addressed, member.plan)
             if member.id in self.diffs:
                 job.diff = None
                 out.append(Collect(member.id))
@@ -463,8 +501,8 @@ class FleetMachine:
             member.section = job.section + job.diff  # type: ignore[operator]
             mark = len(out)
             msg, text, seq = job.msg, job.text, job.seq
-            self._route(out, member, text, seq, msg.hops if msg is not None else 0)
-            self._mediate(out, member, text, msg, seq)
+            self._route(out, member, text, seq, msg.hops if msg is not None else 0, job.plan)
+            self._mediate(out, member, text, msg, seq, job.addressed)
             if msg is not None and msg.owes is not None:
                 self._reply(out, member, text, msg, seq, mark)
             self._ready_entries(out, seq)
@@ -512,7 +550,7 @@ class FleetMachine:
         if (was == "working" or kind is not SessionCompleted) \
                 and (member.cancel_asked != "race_lost" or kind is SessionFailed):
             self.failures.append(f"{member.id}: session {kind.__name__[7:].lower()}")
-        for mid in [member.current, *member.queue]:
+        for mid in [member.current, *member.inflight, *member.queue]:
             if mid is not None:
                 msg = self.messages[mid]
                 out.append(Emit(FleetMessageRefused(source=msg.source, target=msg.target,
@@ -521,6 +559,7 @@ class FleetMachine:
                                                     reply_to=msg.reply_to), seq))
                 self._entry_status(out, msg, "cancelled", seq)
         member.queue.clear()
+        member.inflight.clear()
         member.current = None
         member.correction = None
 
@@ -532,7 +571,7 @@ class FleetMachine:
         return True
 
     def _route(self, out: list[Output], member: _Member, text: str, seq: int,
-               hops: int) -> None:
+               hops: int, plan: tuple[PlanEntry, ...]) -> None:
         """ROUTE: the turn's text handed on by the routes; each hand-off carries the hops of
         the input that started the turn, so a mediated message whose reply turn fires a route
         back (A messages B, B's route hands to A, A messages B …) still counts toward
@@ -591,17 +630,17 @@ class FleetMachine:
                                     hops=hops)
             elif isinstance(route, BySubtask) and route.source == mid \
                     and self._fire(index, mid, route.rounds):
-                added = self._adopt_plan(member)
+                added = self._adopt_plan(member, plan)
                 if added:
                     out.append(Emit(FleetRoute(pattern="by_subtask", sources=(mid,),
                                                targets=tuple(dict.fromkeys(
                                                    e.assigned_to for e in added))), seq))
                     self._publish_plan(out, seq)
 
-    def _adopt_plan(self, member: _Member) -> list[_Entry]:
+    def _adopt_plan(self, member: _Member, plan: tuple[PlanEntry, ...]) -> list[_Entry]:
         """The source's own plan as master plan entries (those assigned to a member)."""
         added = []
-        for i, entry in enumerate(member.plan):
+        for i, entry in enumerate(plan):
             meta = entry.meta or {}
             who = meta.get(ASSIGNED_TO)
             content = entry.content
@@ -623,7 +662,8 @@ class FleetMachine:
         return added
 
     def _mediate(self, out: list[Output], member: _Member, text: str, msg: _Message | None,
-                 seq: int) -> None:
+                 seq: int, addressed: list[tuple[tuple[str, tuple[Any, ...]], list[str]]],
+                 ) -> None:
         """MEDIATE: the turn's ``@cap://`` lines, then its ``_meta`` ``cap.message_to``
         messages — two spellings of one request, so one set of refusals and one delivery."""
         hops = (msg.hops if msg is not None else 0) + 1  # a hand-off keeps its chain's hops
@@ -631,12 +671,11 @@ class FleetMachine:
         answers = (owes.source, owes.id) if owes is not None else None
         for match in DIRECTIVE.finditer(text):
             self._send(out, member, match["target"], match["text"].strip(), hops, seq, answers)
-        for (_message_id, targets), chunks in member.addressed:
+        for (_message_id, targets), chunks in addressed:
             body = "".join(chunks).strip()
             for target in targets:
                 name = target.removeprefix("cap://") if isinstance(target, str) else repr(target)
                 self._send(out, member, name, body, hops, seq, answers)
-        member.addressed = []
 
     def _reply(self, out: list[Output], member: _Member, text: str, msg: _Message, seq: int,
                mark: int) -> None:

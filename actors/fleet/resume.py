@@ -199,7 +199,7 @@ class _Replay:
                     sessions[ev.member] = ev.session_id
                     self.cwds[ev.member] = ev.cwd
                     if len(sessions) == len(self.fleet.sessions):
-                        self._start(sessions)
+                        self._start(sessions, member_events)
                 elif point.machine is not None:
                     self._fleet_event(env)
                 elif type(ev) in (FleetCompleted, FleetFailed):
@@ -227,13 +227,17 @@ class _Replay:
         return point
 
     # ---- the replay -------------------------------------------------------------------
-    def _start(self, sessions: dict[str, str]) -> None:
+    def _start(self, sessions: dict[str, str],
+               member_events: dict[str, list[Envelope]]) -> None:
         missing = [m for m in self.fleet.ids if m not in sessions]
         if missing:
             raise CannotResumeFleet(f"its members differ from the fleet file's (no session "
                                     f"for {', '.join(missing)})")
         machine = FleetMachine(self.fleet, sessions, self.cwds,
-                               [m for m, wt in self.point.worktrees.items() if wt.mode == "git"])
+                               [m for m, wt in self.point.worktrees.items() if wt.mode == "git"],
+                               [m for m, sid in sessions.items()
+                                if any(type(e.event) is SessionCreated and e.event.queued_input
+                                       for e in member_events.get(sid, ()))])
         self.point.machine = machine
         self._take(machine.start())
 
@@ -334,6 +338,7 @@ class _Replay:
             if member.status == "working" and member.current is not None \
                     and member.current not in owed:  # its inject is in the log: re-run
                 point.redelivered.append(member.current)
+                point.redelivered.extend(m for m in member.inflight if m not in owed)
                 if member.cancel_asked is not None:
                     point.cancel.append(mid)
             elif member.status == "paused":

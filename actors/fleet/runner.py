@@ -48,6 +48,7 @@ from trio_cap.events.kinds import (
     FleetSetup,
     FleetStarted,
     FleetWorktree,
+    SessionCreated,
 )
 
 
@@ -240,7 +241,9 @@ class _Shell:
             raise
         machine = FleetMachine(fleet, {m: s.id for m, s in self.sessions.items()},
                                {m: wd.path for m, wd in self.workdirs.items()},
-                               [m for m, wd in self.workdirs.items() if wd.mode == "git"])
+                               [m for m, wd in self.workdirs.items() if wd.mode == "git"],
+                               [m for m, s in self.sessions.items()
+                                if _queues_input(self.orch, s.id)])
         self.machine = machine
         follow_from = self.orch.log.last_seq + 1
         for output in machine.start():
@@ -420,6 +423,15 @@ class _Shell:
         async with trio.open_nursery() as nursery:
             for session in self.sessions.values():
                 nursery.start_soon(_close, session)
+
+
+def _queues_input(orch: Orchestrator, session_id: str) -> bool:
+    """Whether the session's agent takes input mid-turn, as its ``session.created`` says
+    (its manifest's ``queued_input``)."""
+    for env in orch.log.read(1, session_id):
+        if type(env.event) is SessionCreated:
+            return env.event.queued_input
+    return False
 
 
 async def _close_or_gone(session: Session) -> None:
