@@ -1,6 +1,7 @@
 """An A2A agent as a fleet member (issue 14: every binding works in fleets): a published
 trio-cap session (``cap serve a2a``'s publisher, in-process, on cap-agent) is the ``a2a:URL``
-member of a pipeline and of a fan-out/join next to scripted members.
+member of a pipeline and of a fan-out/join next to scripted members, and an agent on the
+official a2a-sdk the middle stage of a pipeline.
 
 The fleet drives it through the A2A driver like any other binding: the member is woken with
 the routed message, its whole final text goes on to the next stage, and both routed messages
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import trio
 
+from tests.driver_a2a.servers import A2aServer, Echo
 from tests.fleet.helpers import EXAMPLES, events
 from tests.serve_a2a.conftest import BOUND, publish
 from trio_cap.actors.fleet import load_fleet, run_fleet
@@ -137,3 +139,47 @@ join = {{ from = ["en", "fr"], to = "lead" }}
                       ("lead", "fr", "consumed"), ("en,fr", "lead", "consumed")}
     assert any(r.kind == "fleet.message.queued" and r.source == "en,fr" and r.target == "lead"
                and remote_said in r.text for r in rebuilt.audit)
+
+
+async def test_an_agent_on_the_official_a2a_sdk_in_the_middle_of_a_pipeline(
+        tmp_path: Path) -> None:
+    """An ordinary a2a-sdk ``AgentExecutor`` (no CAP extension) between two scripted stages:
+    its artifact text is its whole result, handed on to the next stage."""
+    executor = Echo()
+    with A2aServer(executor).running() as srv:
+        outcome, log = await _run(tmp_path, f'''\
+name = "sdkpipe"
+task = "Write notes.md with a title."
+worktrees = "dirs"
+permissions = "allow"
+
+[[session]]
+id = "writer"
+binding = "inproc"
+script = "{SCRIPTS / 'writer.toml'}"
+
+[[session]]
+id = "sdk"
+agent = "a2a:{srv.base}"
+
+[[session]]
+id = "reviewer"
+binding = "inproc"
+script = "{SCRIPTS / 'reviewer.toml'}"
+
+[[route]]
+pipeline = ["writer", "sdk", "reviewer"]
+''')
+    assert outcome.completed, outcome.reason
+    handed = f"Result from writer:\n{_said(log, 'sdkpipe.writer')}"
+    assert _inputs(log, "sdkpipe.sdk") == [handed]
+    assert [c.get_user_input() for c in executor.contexts] == [handed]
+    assert _said(log, "sdkpipe.sdk") == f"echo: {handed}"
+    (to_reviewer,) = _inputs(log, "sdkpipe.reviewer")  # (then the turn's artifacts, if listed)
+    assert to_reviewer.startswith(f"Result from sdk:\necho: {handed}")
+    rebuilt = replay(log).fleets.fleets["sdkpipe"]
+    assert [(m.source, m.target, m.state) for m in rebuilt.messages.values()] == [
+        ("fleet", "writer", "consumed"), ("writer", "sdk", "consumed"),
+        ("sdk", "reviewer", "consumed")]
+    assert {m: v.status for m, v in rebuilt.members.items()} == {
+        "writer": "done", "sdk": "done", "reviewer": "done"}
