@@ -198,11 +198,15 @@ async def test_fan_out_and_join_of_claude_code_opencode_and_aider(
     assert outcome.completed, (outcome.reason, dump(orch, "mixfan"))
     check_members(orch, repo, "mixfan")
     check_message(orch, "mixfan")
-    # each worker got the lead's whole result; the lead got both results in one input
+    # each worker got the lead's whole result (the lead changed no file: no artifacts);
+    # oc, who messaged the lead, also got the lead's reply; the lead got both results in
+    # one input
     for member in ("oc", "ad"):
         got = [env.event.text for env in orch.log.read(1, f"mixfan.{member}")
                if env.kind == "input.injected"]
-        assert got == ["Result from lead:\noc writes oc.txt, ad writes ad.txt."], got
+        reply = ["Message from lead (reply): Noted: the greeting is in oc.txt."]
+        assert got == ["Result from lead:\noc writes oc.txt, ad writes ad.txt.",
+                       *(reply if member == "oc" else [])], got
     joined = [env.event.text for env in orch.log.read(1, "mixfan.lead")
               if env.kind == "input.injected" and env.event.text.startswith("Result from")]
     assert len(joined) == 1 and "Result from oc:\n" in joined[0] \
@@ -234,10 +238,14 @@ async def test_pipeline_from_claude_code_through_opencode_to_aider(
               if type(env.event) is FleetMessageQueued and env.event.via == "pipeline"]
     assert [(s, t) for s, t, _ in handed] == [("lead", "oc"), ("oc", "ad")], handed
     assert handed[0][2] == "Result from lead:\nFirst oc.txt, then ad.txt."
-    # opencode's whole final text, its directive line included, went down the pipeline
-    assert handed[1][2].startswith("Result from oc:\n"), handed
-    assert "oc.txt is written." in handed[1][2], handed
-    assert handed[1][2].endswith("\n@cap://lead oc.txt holds the greeting"), handed
+    # opencode's whole final text, its directive line included, went down the pipeline,
+    # then that turn's artifacts: its worktree's diff
+    text, artifacts = handed[1][2].split("\n\nArtifacts of that turn:")
+    assert text.startswith("Result from oc:\n"), handed
+    assert "oc.txt is written." in text, handed
+    assert text.endswith("\n@cap://lead oc.txt holds the greeting"), handed
+    assert "- oc.diff: its worktree's diff" in artifacts and "+++ b/oc.txt" in artifacts, \
+        artifacts
     got = [env.event.text for env in orch.log.read(1, "mixpipe.ad")
            if env.kind == "input.injected"]
     assert got == [handed[1][2]], got
