@@ -46,7 +46,7 @@ MACHINES = (
     "actors/bindings/*/publisher*.py",  # … and publisher* for a binding's serving side (A2A)
     "actors/session/machine.py",        # the session lifecycle machine
     "actors/session/policy.py",         # permission policies as pure decisions
-    "actors/fleet/machine.py",          # the fleet's routing and budget rules
+    "actors/fleet/machine*.py",         # the fleet's routing and budget rules
     "actors/fleet/outputs.py",          # what the fleet machine asks its shell to do
     "actors/fleet/touches.py",          # who changed which file (conflicts), for the machine
     "actors/fleet/ratelimit.py",        # how long a rate limit is waited out, for the machine
@@ -227,7 +227,8 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
                      "actors.session.machine",
                      "actors.session.policy", "actors.session.raw_budget",
                      "actors.session.timers", "actors.risk", "actors.risk.*",
-                     "actors.fleet.machine", "actors.fleet.model", "actors.fleet.face",
+                     "actors.fleet.machine", "actors.fleet.machine_*", "actors.fleet.model",
+                     "actors.fleet.face",
                      "actors.fleet.touches", "actors.fleet.ratelimit", "actors.fleet.outputs",
                      "actors.relay")),
     (3, "shells", ("actors.connection", "actors.ids", "actors.runtime", "actors.gc_tuning",
