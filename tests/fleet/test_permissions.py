@@ -4,9 +4,12 @@ auto-approved unless the file says allow_high_risk = true."""
 from __future__ import annotations
 
 import pytest
+import trio
 
 from tests.fleet.helpers import events, run_file
-from trio_cap.actors.fleet import FleetInvalid, load_fleet
+from trio_cap.actors.fleet import FleetInvalid, load_fleet, run_fleet
+from trio_cap.actors.ids import SequentialIds
+from trio_cap.actors.orchestrator import open_orchestrator
 
 RISKY = ('[[turn]]\nsteps = [ { tool = "Deploy", input = { target = "production" }, '
          'scope = "network", risk = "high", output = "deployed" }, { say = "tried" } ]\n')
@@ -68,3 +71,36 @@ async def test_a_sessions_own_policy_overrides_the_fleets(tmp_path):
     assert _decisions(log, "safe") == [("allow_once", "policy:allow")]
     created = {e.stream: e.event.permissions for e in events(log, "session.created")}
     assert created == {"p.risky": "deny", "p.safe": "allow"}
+
+
+async def test_high_risk_under_allow_goes_to_the_person_present(tmp_path):
+    """A person is there (the live view's keys, the fleet face, an embedding caller): the
+    high-risk request waits for them instead of being refused, and their decision is the
+    one logged; the low-risk one is still the policy's."""
+    path = _write(tmp_path, 'permissions = "allow"')
+
+    def waiting(_state) -> str | None:
+        return next((e.event.ref for e in orch.log.read(1, "p.risky")
+                     if e.kind == "session.input_required" and e.event.reason == "permission"),
+                    None)
+
+    async with open_orchestrator(tmp_path / "run.caplog", ids=SequentialIds()) as orch:
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                done: list = []
+
+                async def run() -> None:
+                    done.append(await run_fleet(orch, load_fleet(path), human=True))
+
+                nursery.start_soon(run)
+                await orch.wait_until(lambda s: waiting(s) is not None)
+                (needed,) = [e.event for e in orch.log.read(1, "p.risky")
+                             if e.kind == "session.input_required"]
+                assert needed.risk == "high"
+                await orch.session("p.risky").decide(needed.ref, "allow_once")
+            await orch.caught_up()
+        (outcome,) = done
+        assert outcome.completed, outcome.reason
+        log = orch.log
+        assert _decisions(log, "risky") == [("allow_once", "human")]
+        assert _decisions(log, "safe") == [("allow_once", "policy:allow")]
