@@ -40,6 +40,22 @@ async def run_file(path: Path, log_path: Path | None = None, **changes):
     return outcome, FileEventLog(log_path, readonly=True), live
 
 
+async def run_with_person(orch, fleet, ready, act):
+    """Run ``fleet`` with a person present (``human=True``) until ``ready(state)`` holds,
+    then ``await act(state)`` as that person would; the fleet's outcome."""
+    done: list = []
+    async with trio.open_nursery() as nursery:
+
+        async def run() -> None:
+            done.append(await run_fleet(orch, fleet, human=True))
+
+        nursery.start_soon(run)
+        await act(await orch.wait_until(ready))
+    await orch.caught_up()
+    (outcome,) = done
+    return outcome
+
+
 def events(log, kind: str, stream: str | None = None) -> list:
     return [env for env in log.read(1, stream) if env.kind == kind]
 

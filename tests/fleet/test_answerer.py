@@ -6,8 +6,8 @@ from __future__ import annotations
 import msgspec
 import trio
 
-from tests.fleet.helpers import EXAMPLES, cap, copy_examples, events, run_file
-from trio_cap.actors.fleet import load_fleet, run_fleet
+from tests.fleet.helpers import EXAMPLES, cap, copy_examples, events, run_file, run_with_person
+from trio_cap.actors.fleet import load_fleet
 from trio_cap.actors.fleet.answer_shell import read_archive
 from trio_cap.actors.fleet.answerer import AUTO_ANSWER_META, PROVENANCE, answer, split_markdown
 from trio_cap.actors.ids import SequentialIds
@@ -157,21 +157,15 @@ async def test_an_ask_the_archive_cannot_answer_goes_to_the_person_present(tmp_p
         return next((a for a in view.asks if a.escalated and a.state == "pending"), None) \
             if view is not None else None
 
+    async def answer(state) -> None:
+        ask = escalated(state)
+        assert "no passage names any of the options" in ask.escalated
+        await orch.session("hu.asker").answer(ask.ask_id, "paris")
+
     async with open_orchestrator(tmp_path / "run.caplog", ids=SequentialIds()) as orch:
         with trio.fail_after(60):
-            async with trio.open_nursery() as nursery:
-                done: list = []
-
-                async def run() -> None:
-                    done.append(await run_fleet(orch, load_fleet(path), human=True))
-
-                nursery.start_soon(run)
-                state = await orch.wait_until(lambda s: escalated(s) is not None)
-                ask = escalated(state)
-                assert "no passage names any of the options" in ask.escalated
-                await orch.session("hu.asker").answer(ask.ask_id, "paris")
-            await orch.caught_up()
-        (outcome,) = done
+            outcome = await run_with_person(orch, load_fleet(path),
+                                            lambda s: escalated(s) is not None, answer)
         assert outcome.completed, outcome.reason
         needed = [e.event for e in orch.log.read(1, "hu.asker")
                   if e.kind == "session.input_required"]

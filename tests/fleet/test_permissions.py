@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import trio
 
-from tests.fleet.helpers import events, run_file
-from trio_cap.actors.fleet import FleetInvalid, load_fleet, run_fleet
+from tests.fleet.helpers import events, run_file, run_with_person
+from trio_cap.actors.fleet import FleetInvalid, load_fleet
 from trio_cap.actors.ids import SequentialIds
 from trio_cap.actors.orchestrator import open_orchestrator
 
@@ -84,22 +84,16 @@ async def test_high_risk_under_allow_goes_to_the_person_present(tmp_path):
                      if e.kind == "session.input_required" and e.event.reason == "permission"),
                     None)
 
+    async def decide(_state) -> None:
+        (needed,) = [e.event for e in orch.log.read(1, "p.risky")
+                     if e.kind == "session.input_required"]
+        assert needed.risk == "high"
+        await orch.session("p.risky").decide(needed.ref, "allow_once")
+
     async with open_orchestrator(tmp_path / "run.caplog", ids=SequentialIds()) as orch:
         with trio.fail_after(60):
-            async with trio.open_nursery() as nursery:
-                done: list = []
-
-                async def run() -> None:
-                    done.append(await run_fleet(orch, load_fleet(path), human=True))
-
-                nursery.start_soon(run)
-                await orch.wait_until(lambda s: waiting(s) is not None)
-                (needed,) = [e.event for e in orch.log.read(1, "p.risky")
-                             if e.kind == "session.input_required"]
-                assert needed.risk == "high"
-                await orch.session("p.risky").decide(needed.ref, "allow_once")
-            await orch.caught_up()
-        (outcome,) = done
+            outcome = await run_with_person(orch, load_fleet(path),
+                                            lambda s: waiting(s) is not None, decide)
         assert outcome.completed, outcome.reason
         log = orch.log
         assert _decisions(log, "risky") == [("allow_once", "human")]
