@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import struct
 import sys
 import termios
@@ -127,6 +128,7 @@ def _fleet(tmp_path: Path, name: str, sessions: dict[str, str | None], extra: st
 ASKING = """\
 [[turn]]
 steps = [ { write = "kept.txt", content = "yes\\n" }, { write = "skipped.txt", content = "no\\n" },
+          { usage = { input_tokens = 1234, output_tokens = 56, cost_usd = 0.0125 } },
           { ask = "Colour?", options = ["red", "blue"] }, { say = "done" } ]
 """
 
@@ -148,6 +150,12 @@ async def test_each_members_row_and_its_questions_answered_from_the_keyboard(tmp
         assert "needs input (ask" in term.row("writer")
         await term.type("2")
         await term.expect("fleet live: completed")
+        # the turn's usage (the scripted agent reports it with the turn, its own words'
+        # tokens added to the script's): tokens in/out and the member's spend
+        row = term.row("writer")
+        tokens = re.search(r"\| (\d+)/(\d+) \|", row)
+        assert tokens and int(tokens[1]) >= 1234 and int(tokens[2]) >= 56, row
+        assert "$0.0125" in row and "$0.0000" in term.row("helper")
         assert await term.exit_code() == 0
     finally:
         term.close()
