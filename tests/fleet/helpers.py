@@ -70,6 +70,21 @@ def git(repo: Path, *args: str) -> str:
                           check=True, timeout=60).stdout
 
 
+def git_repo(tmp_path: Path, committed: dict[str, str]) -> Path:
+    """A git repository at ``tmp_path/repo`` on branch main whose first commit holds
+    ``committed`` (name → text)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "t@example.com")
+    git(repo, "config", "user.name", "t")
+    for name, text in committed.items():
+        (repo / name).write_text(text)
+    git(repo, "add", *committed)
+    git(repo, "commit", "-q", "-m", "first")
+    return repo
+
+
 def worktree(repo: Path, member: str, fleet: str = "*", run: str = "*") -> Path:
     """The one working directory ``member`` got in ``repo`` (a run's own:
     ``.cap-worktrees/<fleet>/<run>/<member>``); fails when there is not exactly one."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from tests.fleet.helpers import events, git, run_file
+from tests.fleet.helpers import events, git_repo, run_file
 from trio_cap.actors.fleet import load_fleet
 from trio_cap.actors.fleet.machine import HANDOFF_DIFF_LIMIT, Collect, Emit, FleetMachine
 from trio_cap.actors.fleet.model import Fleet, Member, Pipeline
@@ -23,14 +23,7 @@ from trio_cap.events.replay import replay
 
 @pytest.fixture
 def repo(tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "t@example.com")
-    git(repo, "config", "user.name", "t")
-    (repo / "notes.md").write_text("# old\n")
-    git(repo, "add", "notes.md")
-    git(repo, "commit", "-q", "-m", "first")
+    repo = git_repo(tmp_path, {"notes.md": "# old\n"})
     (repo / "writer.toml").write_text(
         '[[turn]]\nsteps = [ { write = "notes.md", content = "# Notes\\n" },'
         ' { say = "notes.md has a title." } ]\n')

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet.helpers import cap, events, git, run_file, worktree
+from tests.fleet.helpers import cap, events, git_repo, run_file, worktree
 from trio_cap.events.log import FileEventLog
 
 FLEET = '''\
@@ -35,14 +35,7 @@ INSTALL = f'["{sys.executable}", "-c", "open(\'installed.txt\', \'w\').write(\'o
 
 @pytest.fixture
 def repo(tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "t@example.com")
-    git(repo, "config", "user.name", "t")
-    (repo / ".gitignore").write_text(".env\nconf/\n")
-    git(repo, "add", ".gitignore")
-    git(repo, "commit", "-q", "-m", "first")
+    repo = git_repo(tmp_path, {".gitignore": ".env\nconf/\n"})
     (repo / ".env").write_text("TOKEN=secret\n")  # untracked: a fresh worktree lacks it
     (repo / "conf").mkdir()
     (repo / "conf" / "local.ini").write_text("[x]\n")

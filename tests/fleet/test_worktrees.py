@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from tests.fleet.helpers import CAP, cap, events, git, worktree
+from tests.fleet.helpers import CAP, cap, events, git, git_repo, worktree
 from trio_cap.events.log import FileEventLog
 
 FLEET = '''\
@@ -29,14 +29,7 @@ script = "fr.toml"
 
 @pytest.fixture
 def repo(tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "t@example.com")
-    git(repo, "config", "user.name", "t")
-    (repo / "hello.txt").write_text("hi\n")
-    git(repo, "add", "hello.txt")
-    git(repo, "commit", "-q", "-m", "first")
+    repo = git_repo(tmp_path, {"hello.txt": "hi\n"})
     (repo / "fleet.toml").write_text(FLEET)
     (repo / "en.toml").write_text(
         '[[turn]]\nsteps = [ { write = "hello.txt", content = "hello\\n" }, { say = "en" } ]\n')
