@@ -127,18 +127,25 @@ sse_lines = st.lists(st.one_of(
     max_size=12)
 
 
-@settings(max_examples=400, deadline=None)
-@given(lines=sse_lines, eol=st.sampled_from(["\r\n", "\n", "\r"]),
-       cuts=st.lists(st.integers(1, 7), max_size=30))
-def test_the_sse_reader_agrees_with_httpx_sse(lines: list[str], eol: str,
-                                              cuts: list[int]) -> None:
-    stream = (eol.join(lines) + eol + eol).encode()
+def _read_in_cuts(stream: bytes, cuts: list[int]) -> tuple[SseReader, list]:
+    """The reader and what it gave for ``stream`` fed in reads of ``cuts`` bytes, the rest
+    in one, then its end."""
     reader, got, at = SseReader(), [], 0
     for size in cuts:
         got += reader.feed(stream[at:at + size])
         at += size
     got += reader.feed(stream[at:])
     got += reader.feed_eof()
+    return reader, got
+
+
+@settings(max_examples=400, deadline=None)
+@given(lines=sse_lines, eol=st.sampled_from(["\r\n", "\n", "\r"]),
+       cuts=st.lists(st.integers(1, 7), max_size=30))
+def test_the_sse_reader_agrees_with_httpx_sse(lines: list[str], eol: str,
+                                              cuts: list[int]) -> None:
+    stream = (eol.join(lines) + eol + eol).encode()
+    reader, got = _read_in_cuts(stream, cuts)
     expected, last_id = _httpx_sse(stream)
     assert [g.decode() for g in got if g] == expected
     if expected and last_id is not None:
@@ -160,11 +167,6 @@ def test_the_sse_reader_splits_sdk_streams_in_the_read_as_httpx_sse(
     copying it behind the held bytes; reads cut anywhere, a separator or ``data: `` too, and
     an other line break now and then sending the read the general way."""
     stream = "".join(events).encode()
-    reader, got, at = SseReader(), [], 0
-    for size in cuts:
-        got += reader.feed(stream[at:at + size])
-        at += size
-    got += reader.feed(stream[at:])
-    got += reader.feed_eof()
+    _, got = _read_in_cuts(stream, cuts)
     expected, _ = _httpx_sse(stream)
     assert [g.decode() for g in got if g] == expected

@@ -12,14 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import trio
-
 from tests.driver_a2a.servers import A2aServer, Echo
-from tests.fleet.helpers import EXAMPLES, events
-from tests.serve_a2a.conftest import BOUND, publish
-from trio_cap.actors.fleet import load_fleet, run_fleet
-from trio_cap.actors.ids import SequentialIds
-from trio_cap.actors.orchestrator import open_orchestrator
+from tests.fleet.helpers import EXAMPLES, events, run_file
+from tests.serve_a2a.conftest import publish
 from trio_cap.events.log import FileEventLog
 from trio_cap.events.replay import replay
 
@@ -39,37 +34,30 @@ def _one_line(text: str) -> str:
     return text.replace("\n", " / ")
 
 
-async def _run(tmp_path: Path, text: str):
-    (tmp_path / "fleet.toml").write_text(text)
-    fleet = load_fleet(tmp_path / "fleet.toml")
-    log_path = tmp_path / "fleet.caplog"
-    async with open_orchestrator(log_path, ids=SequentialIds()) as orch:
-        with trio.fail_after(BOUND):
-            outcome = await run_fleet(orch, fleet)
-            await orch.caught_up()
-    return outcome, FileEventLog(log_path, readonly=True)
+def _scripted(member: str, script: str) -> str:
+    return f'[[session]]\nid = "{member}"\nbinding = "inproc"\nscript = "{SCRIPTS / script}"\n'
+
+
+def _remote(member: str, url: str) -> str:
+    return f'[[session]]\nid = "{member}"\nagent = "a2a:{url}"\n'
+
+
+async def _run(tmp_path: Path, name: str, task: str, *parts: str):
+    """(outcome, the log) of a fleet file of ``parts`` (sessions, then routes) run with
+    every member allowed, in plain directories."""
+    path = tmp_path / "fleet.toml"
+    path.write_text(f'name = "{name}"\ntask = "{task}"\nworktrees = "dirs"\n'
+                    'permissions = "allow"\n\n' + "\n".join(parts))
+    outcome, log, _ = await run_file(path)
+    return outcome, log
 
 
 async def test_a_published_session_as_the_second_stage_of_a_pipeline(tmp_path: Path) -> None:
     async with publish(tmp_path) as pub:
-        outcome, log = await _run(tmp_path, f'''\
-name = "a2apipe"
-task = "Write notes.md with a title."
-worktrees = "dirs"
-permissions = "allow"
-
-[[session]]
-id = "writer"
-binding = "inproc"
-script = "{SCRIPTS / 'writer.toml'}"
-
-[[session]]
-id = "remote"
-agent = "a2a:{pub.url}"
-
-[[route]]
-pipeline = ["writer", "remote"]
-''')
+        outcome, log = await _run(
+            tmp_path, "a2apipe", "Write notes.md with a title.",
+            _scripted("writer", "writer.toml"), _remote("remote", pub.url),
+            '[[route]]\npipeline = ["writer", "remote"]\n')
         published = [e.event for sid in pub.orch.state.sessions.sessions
                      for e in pub.orch.log.read(1, sid)]
     assert outcome.completed, outcome.reason
@@ -97,33 +85,12 @@ pipeline = ["writer", "remote"]
 async def test_fan_out_to_a_published_session_and_a_scripted_one_then_join(
         tmp_path: Path) -> None:
     async with publish(tmp_path) as pub:
-        outcome, log = await _run(tmp_path, f'''\
-name = "a2afan"
-task = "Add a greeting in two languages, one file each."
-worktrees = "dirs"
-permissions = "allow"
-
-[[session]]
-id = "lead"
-binding = "inproc"
-script = "{SCRIPTS / 'lead.toml'}"
-
-[[session]]
-id = "en"
-agent = "a2a:{pub.url}"
-
-[[session]]
-id = "fr"
-binding = "inproc"
-script = "{SCRIPTS / 'worker_fr.toml'}"
-
-[[route]]
-fan_out = {{ from = "lead", to = ["en", "fr"] }}
-rounds = 1
-
-[[route]]
-join = {{ from = ["en", "fr"], to = "lead" }}
-''')
+        outcome, log = await _run(
+            tmp_path, "a2afan", "Add a greeting in two languages, one file each.",
+            _scripted("lead", "lead.toml"), _remote("en", pub.url),
+            _scripted("fr", "worker_fr.toml"),
+            '[[route]]\nfan_out = { from = "lead", to = ["en", "fr"] }\nrounds = 1\n',
+            '[[route]]\njoin = { from = ["en", "fr"], to = "lead" }\n')
     assert outcome.completed, outcome.reason
     lead_first = "English greeting to en, French greeting to fr."
     assert _inputs(log, "a2afan.en") == [f"Result from lead:\n{lead_first}"]
@@ -147,29 +114,11 @@ async def test_an_agent_on_the_official_a2a_sdk_in_the_middle_of_a_pipeline(
     its artifact text is its whole result, handed on to the next stage."""
     executor = Echo()
     with A2aServer(executor).running() as srv:
-        outcome, log = await _run(tmp_path, f'''\
-name = "sdkpipe"
-task = "Write notes.md with a title."
-worktrees = "dirs"
-permissions = "allow"
-
-[[session]]
-id = "writer"
-binding = "inproc"
-script = "{SCRIPTS / 'writer.toml'}"
-
-[[session]]
-id = "sdk"
-agent = "a2a:{srv.base}"
-
-[[session]]
-id = "reviewer"
-binding = "inproc"
-script = "{SCRIPTS / 'reviewer.toml'}"
-
-[[route]]
-pipeline = ["writer", "sdk", "reviewer"]
-''')
+        outcome, log = await _run(
+            tmp_path, "sdkpipe", "Write notes.md with a title.",
+            _scripted("writer", "writer.toml"), _remote("sdk", srv.base),
+            _scripted("reviewer", "reviewer.toml"),
+            '[[route]]\npipeline = ["writer", "sdk", "reviewer"]\n')
     assert outcome.completed, outcome.reason
     handed = f"Result from writer:\n{_said(log, 'sdkpipe.writer')}"
     assert _inputs(log, "sdkpipe.sdk") == [handed]
