@@ -11,7 +11,8 @@ Measured in the same run, in turns, CPU time, per line:
   + ``SessionNotification.model_validate`` of the params (pydantic), what its
   connection does with each notification before a client sees it;
 * **trio-cap**: the bytes through the client machine (``AcpClient``: the kit's
-  framer, one msgspec decode per read, the update mapping) out as CAP events
+  framer, one msgspec decode per read, the chunk runs joined by the C loop of
+  ``acp/_runs.c`` when built, the update mapping) out as CAP events
   (``cap.text_chunk``, ``cap.thought``, ``cap.tool_call.*``, ``cap.plan``,
   ``cap.usage``, ``agent.raw``), with a prompt running so every update is a
   turn's.
@@ -120,7 +121,11 @@ def run(quick: bool = False) -> None:
           "framing and translation")
     row("  ACP Python SDK 0.12.1 (json.loads + pydantic model_validate)", sdk, base,
         "vs json.loads")
+    from trio_cap.actors.bindings.acp.runs import NATIVE
+
     row("  trio-cap: ACP bytes → CAP events (AcpClient)", rates["ours"], base, "vs json.loads")
+    print("      (its chunk runs joined by the C loop)" if NATIVE else
+          "      (its chunk runs joined in Python: the C loop was not built)")
     low, high = turn_ratios(turns, "ours", "sdk")
     print(f"      = {rates['ours'] / sdk:.1f}× the official SDK (target ≥ 8×); "
           f"turn by turn {low:.1f}–{high:.1f}×")

@@ -222,6 +222,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
                    "actors.bindings.*.frames_*")),
     (2, "machines", ("actors.bindings.ndjson", "actors.bindings.jsonrpc",
                      "actors.bindings.acp.frames_lenient",  # frames + jsonrpc's PayloadError
+                     "actors.bindings.acp.runs",  # the hot read's loop (and its C twin)
                      "actors.bindings.*.machine*", "actors.bindings.*.driver*",
                      "actors.bindings.*.agent_*", "actors.bindings.*.publisher*",
                      "actors.session.machine",

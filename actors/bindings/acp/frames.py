@@ -897,8 +897,9 @@ class SessionBlock(list):  # type: ignore[type-arg]
         self.session_id = session_id
 
 
-def session_decoder(session_id: str) -> tuple[type, Callable[[bytes], SessionBlock]]:
-    """:func:`decode_updates` for one session: its message type and its decode.
+def session_decoder(session_id: str) -> tuple[type, type, Callable[[bytes], SessionBlock]]:
+    """:func:`decode_updates` for one session: its message and notification types and its
+    decode.
 
     The session id is a one-value ``Literal``, so msgspec checks it as it reads
     it (and hands back ``session_id`` itself, no new string); a line of any other
@@ -916,7 +917,7 @@ def session_decoder(session_id: str) -> tuple[type, Callable[[bytes], SessionBlo
     def decode_block(block: bytes) -> SessionBlock:
         return SessionBlock(decode(block), session_id)
 
-    return message, decode_block
+    return message, note, decode_block
 
 
 def encode(value: Any) -> bytes:

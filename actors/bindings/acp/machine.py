@@ -180,7 +180,7 @@ class AcpClient(HotPath, Handshake):
         self.updates = UpdateMapper()
         self._reader: NdjsonReader[Any] = NdjsonReader(
             self.rpc.receive, self._decode_block, max_line=max_line, recovery=NoRecovery())
-        self._session_decoder: tuple[str, type, Any] | None = None
+        self._session_decoder: tuple[str, type, Any, Any] | None = None
         self._authenticated = False
         self._loading = False
         self._context_due = False

@@ -17,6 +17,7 @@ from typing import Any
 from msgspec import UNSET
 
 from trio_cap.actors.bindings.acp import frames as f
+from trio_cap.actors.bindings.acp.runs import join_runs, layout
 from trio_cap.actors.bindings.base import Output
 from trio_cap.actors.bindings.ndjson import Lines
 from trio_cap.events.kinds import TextChunk, Thought
@@ -27,7 +28,8 @@ class HotPath:
     _prompt: Any
     _loading: bool
     _turn: int
-    _session_decoder: tuple[str, type, Any] | None
+    _session_decoder: tuple[str, type, Any, Any] | None
+    updates: Any
 
     def _update(self, params: Any, out: list[Output]) -> None:
         raise NotImplementedError
@@ -73,69 +75,51 @@ class HotPath:
                         and type(update.content) is text_t and params.session_id == sid
                         and update.meta is UNSET and update.content.meta is UNSET):
                     if run_kind is not None:
-                        self._flush(run_kind, run_id, parts, out)
+                        self._flush(run_kind, run_id, "".join(parts), out)
                     run_kind, run_id, parts = ukind, update.message_id, [update.content.text]
                     append = parts.append
                     continue
                 if run_kind is not None:
-                    self._flush(run_kind, run_id, parts, out)
+                    self._flush(run_kind, run_id, "".join(parts), out)
                     run_kind = None
                 self._update(params, out)
                 continue
             if run_kind is not None:
-                self._flush(run_kind, run_id, parts, out)
+                self._flush(run_kind, run_id, "".join(parts), out)
                 run_kind = None
             self._handle(kind, item, out)
             live = self._chunks_live()  # a handler may have ended the turn or opened one
             sid = self.session_id
         if run_kind is not None:
-            self._flush(run_kind, run_id, parts, out)
+            self._flush(run_kind, run_id, "".join(parts), out)
         return out
 
-    def _translate_updates(self, items: list[Any]) -> list[Output]:
+    def _translate_updates(self, items: f.SessionBlock) -> list[Output]:
         """:meth:`_translate` for a read of nothing but this session's notifications while
         chunks are live (a :class:`.frames.SessionBlock`).
 
         The same rules with less to ask of each line: every item is a
         notification of this session (the decoder checked), and nothing in
-        the read can end the turn or change the session (no handler runs).
+        the read can end the turn or change the session (no handler runs), so
+        the runs are joined in one call (:mod:`.runs`, C when built) and the
+        other updates go straight to the mapper: :meth:`_update`'s checks hold
+        for the whole read.
         """
         out: list[Output] = []
-        text_t, message_t, thought_t = f.TextView, f.MessageChunkView, f.ThoughtChunkView
-        run_kind: type | None = None
-        run_id: Any = None
-        parts: list[str] = []
-        append = parts.append
-        for item in items:
-            update = item.params.update
-            if type(update) is run_kind:  # the hottest case: the run goes on
-                content = update.content
-                if (type(content) is text_t and update.message_id == run_id
-                        and update.meta is UNSET and content.meta is UNSET):
-                    append(content.text)
-                    continue
-            ukind = type(update)
-            if ((ukind is message_t or ukind is thought_t) and type(update.content) is text_t
-                    and update.meta is UNSET and update.content.meta is UNSET):
-                if run_kind is not None:
-                    self._flush(run_kind, run_id, parts, out)
-                run_kind, run_id, parts = ukind, update.message_id, [update.content.text]
-                append = parts.append
-                continue
-            if run_kind is not None:
-                self._flush(run_kind, run_id, parts, out)
-                run_kind = None
-            self._update(item.params, out)
-        if run_kind is not None:
-            self._flush(run_kind, run_id, parts, out)
+        mapped, turn_id = self.updates.map, f"turn_{self._turn}"
+        flush = self._flush
+        for entry in join_runs(items, self._session_decoder[3]):  # type: ignore[index]
+            if type(entry) is tuple:
+                flush(*entry, out)
+            else:
+                out += mapped(entry, turn_id)
         return out
 
     def _chunks_live(self) -> bool:
         """Text chunks become events now (a turn runs; no history is being replayed)."""
         return self._prompt is not None and not self._loading and self.session_id is not None
 
-    def _flush(self, kind: type, message_id: Any, parts: list[str], out: list[Output]) -> None:
-        text = parts[0] if len(parts) == 1 else "".join(parts)
+    def _flush(self, kind: type, message_id: Any, text: str, out: list[Output]) -> None:
         if not text:
             return  # claude-code-acp opens every message with an empty chunk
         mid = message_id if isinstance(message_id, str) else f"turn_{self._turn}"
@@ -150,7 +134,8 @@ class HotPath:
             return f.decode_updates(block)
         cached = self._session_decoder
         if cached is None or cached[0] != sid:
-            cached = self._session_decoder = (sid, *f.session_decoder(sid))
+            message, note, decode = f.session_decoder(sid)
+            cached = self._session_decoder = (sid, message, decode, layout(message, note))
         return cached[2](block)  # type: ignore[no-any-return]
 
     def _message_type(self) -> type:
