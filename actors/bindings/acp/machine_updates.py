@@ -68,6 +68,9 @@ _CHUNKS = frozenset({f.AgentMessageChunk, f.AgentThoughtChunk, f.MessageChunkVie
                      f.ThoughtChunkView})
 _THOUGHTS = frozenset({f.AgentThoughtChunk, f.ThoughtChunkView})
 _TEXTS = frozenset({f.TextContent, f.TextView})
+_TOOL_CONTENT, _DIFF, _TERMINAL = f.ToolContent, f.Diff, f.TerminalRef
+_PLAN_IDS = tuple(str(i) for i in range(1, 65))
+"""A plan entry's id is its place in the list: the usual lengths' ids made once."""
 _to_builtins = msgspec.to_builtins
 
 
@@ -91,49 +94,51 @@ def raw_value(reason: str, value: Any) -> AgentRaw:
     return raw(reason, f.encode(value).decode("utf-8", errors="replace"))
 
 
-def tool_text(content: tuple[f.ToolCallContent, ...] | Any | None) -> str:
-    """The text a tool call's content list says (diffs and terminals are in ``_meta``)."""
-    if not isinstance(content, tuple):
+def _content_meta(content: tuple[f.ToolCallContent, ...], meta: dict[str, Any]) -> str:
+    """One pass over a call's content list: its diffs and terminals go to ``meta`` (in
+    that order), and its text (the text blocks joined by newlines) is returned."""
+    diffs: list[Any] = []
+    terminals: list[str] = []
+    parts: list[str] = []
+    for item in content:
+        kind = type(item)
+        if kind is _TOOL_CONTENT:
+            block = item.content
+            part = block.text if type(block) in _TEXTS else f.content_text(block)
+            if part:
+                parts.append(part)
+        elif kind is _DIFF:
+            diffs.append(item)
+        elif kind is _TERMINAL:
+            terminals.append(item.terminal_id)
+    if diffs:
+        meta["diffs"] = list(_to_builtins(diffs))  # a tuple of structs → a list of dicts
+    if terminals:
+        meta["terminals"] = terminals
+    if not parts:
         return ""
-    if len(content) == 1:  # the usual case: one block (the join of one part is the part)
-        item = content[0]
-        return f.content_text(item.content) if type(item) is f.ToolContent else ""
-    parts = [f.content_text(item.content) for item in content if type(item) is f.ToolContent]
-    return "\n".join(p for p in parts if p)
+    return parts[0] if len(parts) == 1 else "\n".join(parts)
 
 
-def _acp_meta(update: f.ToolCall | f.ToolCallUpdate | f.ToolCallFields) -> dict[str, Any]:
-    meta: dict[str, Any] = {}
-    value = update.title
-    if isinstance(value, str):
-        meta["title"] = value
-    value = update.kind
-    if isinstance(value, str):
-        meta["kind"] = value
-    value = update.status
-    if isinstance(value, str):
-        meta["status"] = value
-    if isinstance(update.locations, tuple):
-        meta["locations"] = [_to_builtins(loc) for loc in update.locations]
-    content = update.content
-    if isinstance(content, tuple) and content:
-        diffs: list[Any] = []
-        terminals: list[str] = []
-        for item in content:  # one pass; the keys keep their order (diffs, then terminals)
-            kind = type(item)
-            if kind is f.Diff:
-                diffs.append(_to_builtins(item))
-            elif kind is f.TerminalRef:
-                terminals.append(item.terminal_id)
-        if diffs:
-            meta["diffs"] = diffs
-        if terminals:
-            meta["terminals"] = terminals
-    if update.raw_output is not UNSET:
-        meta["raw_output"] = update.raw_output
-    if type(update) is f.ToolCallUpdate and update.raw_input not in (UNSET, None):
-        meta["raw_input"] = update.raw_input  # the input, when the start did not have it yet
-    return meta
+def _acp_meta(call: f.ToolCall) -> tuple[dict[str, Any], str]:
+    """A started call's ``_meta.acp`` and its content's text.
+
+    Keys in order: title, kind, status, locations, diffs, terminals, raw_output (an
+    update's are built the same way in :meth:`UpdateMapper._update`, plus raw_input).
+    The fields are ``str``/tuple, ``UNSET`` or None, so identity tests say it all.
+    """
+    meta: dict[str, Any] = {"title": call.title}
+    if call.kind is not UNSET:
+        meta["kind"] = call.kind
+    if call.status is not UNSET:
+        meta["status"] = call.status
+    if call.locations is not UNSET:
+        meta["locations"] = list(_to_builtins(call.locations))
+    content = call.content
+    text = _content_meta(content, meta) if content is not UNSET and content else ""
+    if call.raw_output is not UNSET:
+        meta["raw_output"] = call.raw_output
+    return meta, text
 
 
 def _output_text(raw_output: Any) -> str:
@@ -148,12 +153,6 @@ def _output_text(raw_output: Any) -> str:
             if isinstance(raw_output.get(key), str):
                 return raw_output[key]
     return ""
-
-
-def _as_update(call: f.ToolCall) -> f.ToolCallUpdate:
-    return f.ToolCallUpdate(tool_call_id=call.tool_call_id, title=call.title, kind=call.kind,
-                            status=call.status, content=call.content, locations=call.locations,
-                            raw_input=call.raw_input, raw_output=call.raw_output, meta=call.meta)
 
 
 class ToolCallState:
@@ -181,7 +180,11 @@ class UpdateMapper:
         self.config_options: tuple[f.ConfigOption, ...] = ()
 
     def map(self, update: Any, message_id: str) -> list[Event]:
-        """One update → its events; ``message_id`` is the turn's id for chunks without one."""
+        """One update → its events; ``message_id`` is the turn's id for chunks without one.
+
+        Chunks first (the most frequent), then one dict look-up by type instead of
+        a chain of ``is`` tests (``_ROUTES``, below the class).
+        """
         kind = type(update)
         if kind in _CHUNKS:
             content = update.content
@@ -194,42 +197,44 @@ class UpdateMapper:
                 return [TextChunk(message_id=mid, text=content.text,
                                   meta=cap_meta(update, content))]
             return [self._non_text(update)]
-        if kind is f.ToolCallUpdate:
-            return self._update(update)
-        if kind is f.ToolCall:
-            if update.tool_call_id in self.calls:  # claude-code-acp announces a call twice
-                return self._update(_as_update(update))
-            return self._start(update)
-        if kind is f.Plan:
-            return [Plan(entries=tuple([
-                PlanEntry(id=str(i), content=e.content, status=e.status, priority=e.priority)
-                for i, e in enumerate(update.entries, 1)]))]
-        if kind is f.UsageUpdate:
-            return [self._usage(update)]
-        if kind is f.UserMessageChunk:
-            content = update.content
-            if type(content) is f.TextContent:
-                mid = update.message_id if isinstance(update.message_id, str) else message_id
-                return [TextChunk(message_id=mid, text=content.text, channel="system",
-                                  meta={"acp": {"role": "user"}})]
-            return [self._non_text(update)]
-        if kind is f.CurrentModeUpdate:
-            self.mode = update.mode or self.mode
-            return [raw_value("current_mode", update)]
-        if kind is f.AvailableCommandsUpdate:
-            return [raw_value("available_commands", update)]
-        if kind is f.ConfigOptionUpdate:
-            self.config_options = update.config_options
-            return [raw_value("config_options", update)]
-        if kind is f.SessionInfoUpdate:
-            return [raw_value("session_info", update)]
-        if kind is f.UnstableUpdate:
-            return [raw_value("unstable_update", update.body)]
-        if kind is f.UnknownUpdate:
-            reason = "unreadable_update" if update.problem else "unknown_update"
-            return [raw_value(reason, {"update": update.body, "problem": update.problem}
-                              if update.problem else update.body)]
-        return [raw_value("unknown_update", update)]
+        route = _ROUTES.get(kind)
+        if route is None:
+            return [raw_value("unknown_update", update)]
+        return route(self, update, message_id)  # type: ignore[no-any-return]
+
+    def _tool_call(self, call: f.ToolCall, message_id: str) -> list[Event]:
+        if call.tool_call_id in self.calls:  # claude-code-acp announces a call twice
+            return self._update(call)  # read as the update it is (same fields)
+        return self._start(call)
+
+    def _plan(self, update: f.Plan, message_id: str) -> list[Event]:
+        entries = update.entries
+        ids = _PLAN_IDS if len(entries) <= len(_PLAN_IDS) else [str(i) for i in range(
+            1, len(entries) + 1)]  # entries are numbered in order: "1", "2" …
+        return [Plan(entries=tuple([
+            PlanEntry(id=i, content=e.content, status=e.status, priority=e.priority)
+            for i, e in zip(ids, entries)]))]  # noqa: B905 (ids may be longer)
+
+    def _user_chunk(self, update: f.UserMessageChunk, message_id: str) -> list[Event]:
+        content = update.content
+        if type(content) is f.TextContent:
+            mid = update.message_id if isinstance(update.message_id, str) else message_id
+            return [TextChunk(message_id=mid, text=content.text, channel="system",
+                              meta={"acp": {"role": "user"}})]
+        return [self._non_text(update)]
+
+    def _mode(self, update: f.CurrentModeUpdate, message_id: str) -> list[Event]:
+        self.mode = update.mode or self.mode
+        return [raw_value("current_mode", update)]
+
+    def _config(self, update: f.ConfigOptionUpdate, message_id: str) -> list[Event]:
+        self.config_options = update.config_options
+        return [raw_value("config_options", update)]
+
+    def _unknown(self, update: f.UnknownUpdate, message_id: str) -> list[Event]:
+        reason = "unreadable_update" if update.problem else "unknown_update"
+        return [raw_value(reason, {"update": update.body, "problem": update.problem}
+                          if update.problem else update.body)]
 
     def _non_text(self, update: Any) -> AgentRaw:
         block = update.content
@@ -237,15 +242,15 @@ class UpdateMapper:
         return raw_value(f"content_{tag}", update)
 
     def _start(self, call: f.ToolCall) -> list[Event]:
-        kind = call.kind if isinstance(call.kind, str) else "other"
+        kind = call.kind if call.kind is not UNSET else "other"
         raw_input = call.raw_input if call.raw_input is not UNSET else None
-        locations = call.locations if isinstance(call.locations, tuple) else ()
+        locations = call.locations if call.locations is not UNSET else ()
         state = ToolCallState(call.title, kind, raw_input, locations)
         self.calls[call.tool_call_id] = state
+        acp, text = _acp_meta(call)
         out: list[Event] = [ToolCallStart(
-            call_id=call.tool_call_id, name=call.name if isinstance(call.name, str) else kind,
-            input=raw_input if isinstance(raw_input, dict) else {}, meta={"acp": _acp_meta(call)})]
-        text = tool_text(call.content)
+            call_id=call.tool_call_id, name=call.name if call.name is not UNSET else kind,
+            input=raw_input if isinstance(raw_input, dict) else {}, meta={"acp": acp})]
         if call.status in _FINISHED:
             state.ended = True
             state.text = text
@@ -256,55 +261,98 @@ class UpdateMapper:
             out.append(ToolCallDelta(call_id=call.tool_call_id, output_chunk=text))
         return out
 
-    def _update(self, update: f.ToolCallUpdate) -> list[Event]:
+    def _update(self, update: f.ToolCallUpdate | f.ToolCall, message_id: str = "") -> list[Event]:
+        """A ``tool_call_update`` (or a repeated ``tool_call``: the fields are the same)."""
         call_id = update.tool_call_id
-        out: list[Event] = []
         state = self.calls.get(call_id)
         if state is None:  # an update for a call we never saw start: start it now
             title = update.title if isinstance(update.title, str) else ""
-            out += self._start(f.ToolCall(
+            out = self._start(f.ToolCall(
                 tool_call_id=call_id, title=title,
                 kind=update.kind if isinstance(update.kind, str) else UNSET,
                 raw_input=update.raw_input,
                 locations=update.locations if isinstance(update.locations, tuple) else UNSET))
             state = self.calls[call_id]
-        if isinstance(update.title, str):
-            state.title = update.title
-        if isinstance(update.kind, str):
-            state.kind = update.kind
-        if update.raw_input is not UNSET and update.raw_input is not None:
-            state.raw_input = update.raw_input
-        if isinstance(update.locations, tuple):
-            state.locations = update.locations
-        meta = {"acp": _acp_meta(update)}
-        text = tool_text(update.content) if isinstance(update.content, tuple) else state.text
-        if update.status in _FINISHED and not state.ended:
+        else:
+            out = []
+        # each field that is set: into ``_meta.acp`` (keys in _acp_meta's order) and,
+        # for what a permission prompt needs, into the call's state
+        acp: dict[str, Any] = {}
+        value = update.title
+        if value is not UNSET and value is not None:
+            acp["title"] = state.title = value
+        value = update.kind
+        if value is not UNSET and value is not None:
+            acp["kind"] = state.kind = value
+        status = update.status
+        if status is not UNSET and status is not None:
+            acp["status"] = status
+        value = update.locations
+        if value is not UNSET and value is not None:
+            state.locations = value
+            acp["locations"] = list(_to_builtins(value))
+        content = update.content
+        if content is UNSET or content is None:
+            text = state.text
+        else:
+            text = _content_meta(content, acp) if content else ""
+        value = update.raw_output
+        if value is not UNSET:
+            acp["raw_output"] = value
+        value = update.raw_input
+        if value is not UNSET and value is not None:
+            acp["raw_input"] = state.raw_input = value  # the start may not have had it
+        if (status == "completed" or status == "failed") and not state.ended:
             state.ended = True
             state.text = text
             if not text:
                 text = _output_text(update.raw_output)
             out.append(ToolCallEnd(call_id=call_id, output=text,
-                                   is_error=update.status == "failed", meta=meta))
+                                   is_error=status == "failed", meta={"acp": acp}))
             return out
         if text.startswith(state.text):
             chunk = text[len(state.text):]
         else:
             chunk = text
-            meta["acp"]["replaced"] = True
+            acp["replaced"] = True
         state.text = text
-        out.append(ToolCallDelta(call_id=call_id, output_chunk=chunk, meta=meta))
+        out.append(ToolCallDelta(call_id=call_id, output_chunk=chunk, meta={"acp": acp}))
         return out
 
-    def _usage(self, update: f.UsageUpdate) -> Usage:
+    def _usage(self, update: f.UsageUpdate, message_id: str) -> list[Event]:
         meta: dict[str, Any] = {"used": update.used, "size": update.size}
         cost = 0.0
-        if isinstance(update.cost, f.Cost):
-            meta["cost"] = {"amount": update.cost.amount, "currency": update.cost.currency}
-            if update.cost.currency.upper() == "USD":
-                total = update.cost.amount
+        spent = update.cost
+        if type(spent) is f.Cost:
+            total, currency = spent.amount, spent.currency
+            meta["cost"] = {"amount": total, "currency": currency}
+            if currency == "USD" or currency.upper() == "USD":
                 cost = round(max(0.0, total - self.cost_usd), 12)
                 self.cost_usd = max(self.cost_usd, total)
-        return Usage(cost_usd_estimate=cost, meta={"acp": meta})
+        return [Usage(cost_usd_estimate=cost, meta={"acp": meta})]
+
+
+def _raw_route(reason: str) -> Any:
+    """A route for an update kept as ``agent.raw`` with nothing to act on."""
+    return lambda mapper, update, message_id: [raw_value(reason, update)]
+
+
+_ROUTES: dict[type, Any] = {
+    f.ToolCallUpdate: UpdateMapper._update,
+    f.ToolCall: UpdateMapper._tool_call,
+    f.Plan: UpdateMapper._plan,
+    f.UsageUpdate: UpdateMapper._usage,
+    f.UserMessageChunk: UpdateMapper._user_chunk,
+    f.CurrentModeUpdate: UpdateMapper._mode,
+    f.AvailableCommandsUpdate: _raw_route("available_commands"),
+    f.ConfigOptionUpdate: UpdateMapper._config,
+    f.SessionInfoUpdate: _raw_route("session_info"),
+    f.UnstableUpdate: lambda mapper, update, message_id: [
+        raw_value("unstable_update", update.body)],
+    f.UnknownUpdate: UpdateMapper._unknown,
+}
+"""``map``'s dispatch for every kind but the chunks: update type → ``(mapper, update,
+message_id) -> events``."""
 
 
 def prompt_error_code(code: int | None, message: str) -> str:
