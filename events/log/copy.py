@@ -15,6 +15,7 @@ replay of the copy equals a replay of the source.  Rules:
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 
 import attrs
@@ -73,8 +74,13 @@ def checked(log: EventLog, where: str) -> Iterator[list[Envelope]]:
 
 def copy_to_file(source: EventLog, where: str, out: str | os.PathLike[str]) -> CopyReport:
     out = os.fspath(out)
-    if os.path.exists(out) and os.path.getsize(out) > 0:
-        raise CopyRefused(f"{out} already exists; copy into a new file")
+    try:
+        st = os.stat(out)
+    except FileNotFoundError:
+        pass
+    else:  # an empty regular file may be replaced; a device, FIFO or socket never is
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 0:
+            raise CopyRefused(f"{out} already exists; copy into a new file")
     tmp = f"{out}.copying-{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     count = 0

@@ -1,0 +1,38 @@
+"""Failure paths found by a robustness audit of the whole CLI, each run as a real process:
+the documented exit code, exactly one line on stderr, no traceback, nothing left behind."""
+
+import os
+import stat
+import subprocess
+
+import pytest
+
+from tests.cli.test_failure_paths import assert_clean, cap
+
+DEEP_TOML = "a = " + "[" * 100_000 + "]" * 100_000 + "\n"
+DEEP_YAML = "a: " + "[" * 50_000 + "]" * 50_000 + "\n"
+
+
+def one_line(result: subprocess.CompletedProcess, code: int, message: str) -> None:
+    assert_clean(result, code, message)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+
+
+@pytest.fixture
+def a_log(tmp_path):
+    result, _ = cap("run", "--task", "hi", "--log", "ok.caplog", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    return tmp_path / "ok.caplog"
+
+
+def test_log_copy_never_replaces_an_existing_fifo_or_device(tmp_path, a_log):
+    # an empty non-regular DST (here a FIFO; /dev/null as root) was renamed over
+    os.mkfifo(tmp_path / "dst")
+    result, _ = cap("log", "copy", str(a_log), "dst", cwd=tmp_path)
+    one_line(result, 2, "dst already exists; copy into a new file")
+    assert stat.S_ISFIFO(os.stat(tmp_path / "dst").st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dst", "ok.caplog"]
+    (tmp_path / "empty").touch()  # an empty regular file is still a new log to copy into
+    copied, _ = cap("log", "copy", str(a_log), "empty", cwd=tmp_path)
+    assert copied.returncode == 0, copied.stderr
