@@ -170,6 +170,9 @@ def parse_text(text: str, source: str, *, yaml_file: bool) -> dict:
         at = f" (line {where.line + 1})" if where is not None else ""
         what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise FleetInvalid(source, [f"{source}: not valid YAML{at}: {what}"]) from None
+    except RecursionError:
+        raise FleetInvalid(source, [f"{source}: not a fleet file: arrays or tables nested too "
+                                    "deeply to read"]) from None
     if not isinstance(raw, dict):
         raise FleetInvalid(source, [f"{source}: expected a table of fleet settings at the top"])
     return raw

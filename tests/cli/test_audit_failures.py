@@ -36,3 +36,12 @@ def test_log_copy_never_replaces_an_existing_fifo_or_device(tmp_path, a_log):
     (tmp_path / "empty").touch()  # an empty regular file is still a new log to copy into
     copied, _ = cap("log", "copy", str(a_log), "empty", cwd=tmp_path)
     assert copied.returncode == 0, copied.stderr
+
+
+@pytest.mark.parametrize(("name", "text"), [("deep.toml", DEEP_TOML), ("deep.yaml", DEEP_YAML)])
+@pytest.mark.parametrize("command", [("fleet", "validate"), ("fleet", "run"),
+                                     ("serve", "a2a", "--listen", "127.0.0.1:0", "--fleet")])
+def test_a_fleet_file_nested_too_deeply_is_a_usage_error(tmp_path, name, text, command):
+    (tmp_path / name).write_text(text)
+    result, _ = cap(*command, name, cwd=tmp_path)
+    one_line(result, 2, f"{name}: not a fleet file: arrays or tables nested too deeply")
