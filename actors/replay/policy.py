@@ -75,8 +75,13 @@ def load_rules(path: str) -> tuple[Rule, ...]:
         raise RulesError(f"--rules {path}: {exc.strerror or exc}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise RulesError(f"--rules {path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise RulesError(f"--rules {path}: arrays or tables nested too deeply to read") from None
+    listed = data.get("rule", [])
+    if not isinstance(listed, list):
+        raise RulesError(f"--rules {path}: rule must be an array of tables ([[rule]])")
     rules = []
-    for i, raw in enumerate(data.get("rule", []), 1):
+    for i, raw in enumerate(listed, 1):
         where = f"--rules {path}: rule {i}"
         if not isinstance(raw, dict) or raw.get("decision") not in ("allow", "deny", "ask"):
             raise RulesError(f"{where}: decision must be allow, deny or ask")
@@ -86,7 +91,7 @@ def load_rules(path: str) -> tuple[Rule, ...]:
         risk = raw.get("risk", ["low", "medium", "high"])
         if isinstance(risk, str):
             risk = [risk]
-        if not all(r in ("low", "medium", "high") for r in risk):
+        if not isinstance(risk, list) or not all(r in ("low", "medium", "high") for r in risk):
             raise RulesError(f"{where}: risk must name low, medium or high")
         for key in ("tool", "input"):
             if not isinstance(raw.get(key, "*"), str):

@@ -45,3 +45,14 @@ def test_a_fleet_file_nested_too_deeply_is_a_usage_error(tmp_path, name, text, c
     (tmp_path / name).write_text(text)
     result, _ = cap(*command, name, cwd=tmp_path)
     one_line(result, 2, f"{name}: not a fleet file: arrays or tables nested too deeply")
+
+
+@pytest.mark.parametrize(("rules", "message"), [
+    (DEEP_TOML, "arrays or tables nested too deeply to read"),
+    ("rule = 5\n", "rule must be an array of tables ([[rule]])"),
+    ('[[rule]]\ndecision = "allow"\nrisk = 5\n', "rule 1: risk must name low, medium or high"),
+])
+def test_policy_rules_of_the_wrong_shape_are_a_usage_error(tmp_path, a_log, rules, message):
+    (tmp_path / "rules.toml").write_text(rules)
+    result, _ = cap("policy", "check", "--rules", "rules.toml", str(a_log), cwd=tmp_path)
+    one_line(result, 2, f"--rules rules.toml: {message}")
