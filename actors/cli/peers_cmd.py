@@ -13,9 +13,11 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import trio
 
+from trio_cap.actors.cli.common import UsageError
 from trio_cap.actors.peers.catalog import PEERS, resolve_names
 
 EXIT_OK = 0
@@ -155,10 +157,20 @@ def cmd_env(args: argparse.Namespace) -> int:
     root = _root(args)
     # a fixed home per peer: printing an environment must not leave a new temp dir each time
     home = args.home if args.home is not None else root / "homes" / args.name
-    penv = isolated_env(
-        args.name, args.model_url, home=home, workdir=args.workdir, model=args.model,
-        api_key=args.api_key, root=root,
-    )
+    url = urlsplit(args.model_url)
+    if url.scheme not in ("http", "https") or not url.netloc:
+        raise UsageError(f"--model-url {args.model_url!r}: give the model server's base URL, "
+                         "e.g. http://127.0.0.1:8080")
+    try:
+        penv = isolated_env(
+            args.name, args.model_url, home=home, workdir=args.workdir, model=args.model,
+            api_key=args.api_key, root=root,
+        )
+    except OSError as exc:  # a HOME that is a file, under a file, not writable, ...
+        why = ("a file is in the way of a directory"
+               if isinstance(exc, (FileExistsError, NotADirectoryError)) else exc.strerror)
+        raise UsageError(f"cannot set up the environment: {exc.filename or home}: "
+                         f"{why or exc}") from None
     if args.json:
         print(json.dumps({"name": penv.name, "home": str(penv.home),
                           "binary": str(penv.binary), "installed": penv.installed,

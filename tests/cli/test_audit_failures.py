@@ -56,3 +56,15 @@ def test_policy_rules_of_the_wrong_shape_are_a_usage_error(tmp_path, a_log, rule
     (tmp_path / "rules.toml").write_text(rules)
     result, _ = cap("policy", "check", "--rules", "rules.toml", str(a_log), cwd=tmp_path)
     one_line(result, 2, f"--rules rules.toml: {message}")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--home", "a-file"), "a-file: a file is in the way of a directory"),
+    (("--home", "a-file/home"), "a-file/home: a file is in the way of a directory"),
+    (("--model-url", "127.0.0.1:8080"), "--model-url '127.0.0.1:8080': give the model server"),
+])
+def test_peers_env_with_an_unusable_home_or_url_is_a_usage_error(tmp_path, args, message):
+    (tmp_path / "a-file").write_text("x")
+    result, _ = cap("peers", "env", "claude-code", "--model-url", "http://127.0.0.1:9",
+                    "--dir", "peers", *args, cwd=tmp_path)
+    one_line(result, 2, message)
