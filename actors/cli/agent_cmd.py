@@ -20,7 +20,7 @@ from trio_cap.actors.bindings.stream_json.agent_argv import (
     AgentOptions,
     split_rules,
 )
-from trio_cap.actors.cli.common import UsageError, brain_script
+from trio_cap.actors.cli.common import UsageError, brain_script, check_log_target
 from trio_cap.actors.manifest import load_manifest
 from trio_cap.actors.manifest.convert import manifest_data
 from trio_cap.actors.manifest.dump import dumps
@@ -213,9 +213,12 @@ def run_tui(args: argparse.Namespace) -> int:
 
 
 def _open_log(path: str, fsync: str) -> FileEventLog:
+    check_log_target(path)
     try:
         return FileEventLog(path, fsync=fsync)  # type: ignore[arg-type]
-    except (LogFormatError, LogCorrupted, LogLocked, IsADirectoryError, OSError) as exc:
+    except OSError as exc:
+        raise UsageError(f"--log {path}: {exc.strerror or exc}") from None
+    except (LogFormatError, LogCorrupted, LogLocked) as exc:
         raise UsageError(f"--log {path}: {exc}") from None
 
 
@@ -245,13 +248,7 @@ def run_agent(options: AgentOptions) -> int:
     script = brain_script(options.script)
     for warning in options.warnings:
         print(f"cap-agent: {warning}", file=sys.stderr)
-    if options.log:
-        try:
-            log = FileEventLog(options.log, fsync=options.fsync)  # type: ignore[arg-type]
-        except (LogFormatError, LogCorrupted, LogLocked, IsADirectoryError, OSError) as exc:
-            raise UsageError(f"--log {options.log}: {exc}") from None
-    else:
-        log = MemoryEventLog()
+    log = _open_log(options.log, options.fsync)
     make_core = None
     if options.bridge:  # the bridge runs an orchestrator; a plain agent start needs none
         from trio_cap.actors.bridge import bridge_core
@@ -349,7 +346,10 @@ def _fleet_log(fleet, agent_log: str | None,  # type: ignore[no-untyped-def]
 def _open_log(path: str | None, fsync: str):  # type: ignore[no-untyped-def]
     if not path:
         return MemoryEventLog()
+    check_log_target(path)
     try:
         return FileEventLog(path, fsync=fsync)  # type: ignore[arg-type]
-    except (LogFormatError, LogCorrupted, LogLocked, IsADirectoryError, OSError) as exc:
+    except OSError as exc:
+        raise UsageError(f"--log {path}: {exc.strerror or exc}") from None
+    except (LogFormatError, LogCorrupted, LogLocked) as exc:
         raise UsageError(f"--log {path}: {exc}") from None

@@ -45,6 +45,23 @@ def read_text_file(flag: str, path: str) -> str:
     return text
 
 
+def check_log_target(path: str) -> None:
+    """Refuse a ``--log`` that cannot name a log before anything is created: a URL of any
+    scheme but postgresql:// (it would become a relative file path) or a directory."""
+    import os
+    import re
+
+    from trio_cap.events.log.urls import is_url
+
+    if is_url(path):
+        return
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", path):
+        raise UsageError(f"--log {path}: only a postgresql://USER@HOST/DB URL names a shared "
+                         "log; give that or a file path")
+    if os.path.isdir(path):
+        raise UsageError(f"--log {path}: is a directory, not a log file")
+
+
 def brain_script(path: str | None):  # -> Script | None
     """The scripted brain's script named on the command line; an invalid one is a usage error."""
     from trio_cap.actors.agent.script import ScriptError, load_script

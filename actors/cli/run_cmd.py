@@ -34,6 +34,7 @@ from trio_cap.actors.cli.common import (
     RunFailed,
     UsageError,
     brain_script,
+    check_log_target,
     read_text_file,
 )
 from trio_cap.actors.cli.errors import SINK_ERRNOS
@@ -263,8 +264,7 @@ def check_arguments(args: argparse.Namespace) -> Plan_:
     script = brain_script(args.script)
     agent = trio.run(_resolve, args.agent, args.binding)
     log_path = args.log or os.path.join(".cap", "runs", f"{run_id()}.caplog")
-    if not is_url(log_path) and os.path.isdir(log_path):
-        raise UsageError(f"--log {log_path}: is a directory, not a log file")
+    check_log_target(log_path)
     return Plan_(agent=agent, task=task, cwd=cwd, script=script, policy=policy,
                  policy_defaulted=args.permissions is None, interactive=interactive,
                  log_path=log_path, turn_timeout=turn_timeout, idle_timeout=idle_timeout)
@@ -289,6 +289,7 @@ def open_log(path: str, fsync: str) -> FileEventLog:
     """The run's file log; a file that is not a usable log is a usage error naming it."""
     if is_url(path):
         return open_shared_log(path)  # type: ignore[return-value]
+    check_log_target(path)
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests.cli.test_failure_paths import assert_clean, cap
+from tests.cli.test_failure_paths import CAP, ENV, assert_clean, cap
 
 DEEP_TOML = "a = " + "[" * 100_000 + "]" * 100_000 + "\n"
 DEEP_YAML = "a: " + "[" * 50_000 + "]" * 50_000 + "\n"
@@ -68,3 +68,32 @@ def test_peers_env_with_an_unusable_home_or_url_is_a_usage_error(tmp_path, args,
     result, _ = cap("peers", "env", "claude-code", "--model-url", "http://127.0.0.1:9",
                     "--dir", "peers", *args, cwd=tmp_path)
     one_line(result, 2, message)
+
+
+LOG_COMMANDS = [
+    ("run", "--task", "hi"),
+    ("agent", "--cap-speak", "stream-json"),
+    ("agent", "--cap-speak", "acp"),
+    ("serve", "a2a", "--listen", "127.0.0.1:0", "--agent", "cap-agent"),
+]
+
+
+@pytest.mark.parametrize("command", LOG_COMMANDS, ids=[" ".join(c[:2]) for c in LOG_COMMANDS])
+@pytest.mark.parametrize(("target", "message"), [
+    ("http://127.0.0.1:1", "only a postgresql://USER@HOST/DB URL names a shared log"),
+    ("a-dir", "--log a-dir: is a directory, not a log file"),
+])
+def test_a_log_that_is_another_url_or_a_directory_is_refused_first(tmp_path, command, target,
+                                                                   message):
+    (tmp_path / "a-dir").mkdir()
+    result, _ = cap(*command, "--log", target, cwd=tmp_path)
+    one_line(result, 2, message)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-dir"]  # no http:/ directory
+
+
+def test_cap_agent_refuses_a_directory_log_in_one_line(tmp_path):
+    result = subprocess.run([*CAP[:1], "-m", "trio_cap.actors.cli.cap_agent",
+                             "--output-format", "stream-json", "--log", str(tmp_path)],
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL, env=ENV,
+                            timeout=60)
+    one_line(result, 2, "is a directory, not a log file")
