@@ -165,6 +165,11 @@ def agent_command(args: argparse.Namespace) -> int:
     if args.fleet and (args.bridge or args.script):
         raise UsageError("--fleet runs the agents its file names: drop "
                          f"{'--bridge' if args.bridge else '--script'}")
+    for flag, value in (("--max-turns", args.max_turns), ("--max-budget-usd", args.budget_usd),
+                        ("--transcript-diff-every", args.transcript_diff_every),
+                        ("--transcript-diff-interval", args.transcript_diff_interval)):
+        if value is not None and not value >= 0:  # nan is not >= 0 either
+            raise UsageError(f"{flag} {value}: give a number >= 0")
     if args.cap_speak == "pty":
         return run_tui(args)
     if args.cap_speak == "acp":

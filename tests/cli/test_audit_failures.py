@@ -97,3 +97,23 @@ def test_cap_agent_refuses_a_directory_log_in_one_line(tmp_path):
                             capture_output=True, text=True, stdin=subprocess.DEVNULL, env=ENV,
                             timeout=60)
     one_line(result, 2, "is a directory, not a log file")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--max-budget-usd", "nan"), "--max-budget-usd nan: give a number >= 0"),
+    (("--max-budget-usd", "-1"), "--max-budget-usd -1.0: give a number >= 0"),
+    (("--transcript-diff-every", "-1"), "--transcript-diff-every -1: give a number >= 0"),
+    (("--max-turns", "-2"), "--max-turns -2: give a number >= 0"),
+])
+@pytest.mark.parametrize("speak", ["stream-json", "acp"])
+def test_cap_agent_refuses_negative_and_nan_numbers(tmp_path, speak, args, message):
+    result, _ = cap("agent", "--cap-speak", speak, *args, cwd=tmp_path)
+    one_line(result, 2, message)
+
+
+def test_cap_agent_with_claude_flags_refuses_a_nan_budget(tmp_path):
+    result = subprocess.run([*CAP[:1], "-m", "trio_cap.actors.cli.cap_agent",
+                             "--output-format", "stream-json", "--max-budget-usd", "nan"],
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL, env=ENV,
+                            cwd=tmp_path, timeout=60)
+    one_line(result, 2, "--max-budget-usd: expected a number, got 'nan'")

@@ -114,8 +114,9 @@ def _number(flag: str, value: str, kind: type) -> int | float:
         number = kind(value)
     except ValueError:
         raise OptionsError(f"{flag}: expected a number, got {value!r}") from None
-    if number < 0:
-        raise OptionsError(f"{flag}: must not be negative")
+    if not number >= 0:  # nan too
+        raise OptionsError(f"{flag}: must not be negative" if number < 0 else
+                           f"{flag}: expected a number, got {value!r}")
     return number
 
 
