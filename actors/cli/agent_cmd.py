@@ -34,6 +34,7 @@ from trio_cap.events.log import (
     LogLocked,
 )
 from trio_cap.events.log.memory import MemoryEventLog
+from trio_cap.events.log.urls import is_url, redact
 
 SPEAKS = ("stream-json", "pty", "acp")
 """The wires ``cap agent`` speaks on stdio; A2A, an HTTP protocol, is ``cap serve a2a``."""
@@ -210,21 +211,11 @@ def run_tui(args: argparse.Namespace) -> int:
                          permission_mode="none" if bypass else "interactive",
                          drop_enters=args.tui_drop_enters)
     script = brain_script(args.script)
-    log = _open_log(args.log, args.fsync) if args.log else MemoryEventLog()
+    log = _open_log(args.log, args.fsync)
     try:
         return trio.run(functools.partial(serve_tui, options, log, script=script))
     except NotATerminal as exc:
         raise UsageError(f"--cap-speak pty: {exc}") from None
-
-
-def _open_log(path: str, fsync: str) -> FileEventLog:
-    check_log_target(path)
-    try:
-        return FileEventLog(path, fsync=fsync)  # type: ignore[arg-type]
-    except OSError as exc:
-        raise UsageError(f"--log {path}: {exc.strerror or exc}") from None
-    except (LogFormatError, LogCorrupted, LogLocked) as exc:
-        raise UsageError(f"--log {path}: {exc}") from None
 
 
 def run_agent(options: AgentOptions) -> int:
@@ -348,10 +339,15 @@ def _fleet_log(fleet, agent_log: str | None,  # type: ignore[no-untyped-def]
     return path
 
 
-def _open_log(path: str | None, fsync: str):  # type: ignore[no-untyped-def]
+def _open_log(path: str | None, fsync: str) -> MemoryEventLog | FileEventLog:
+    """The agent's own transcript log: a file (the bridge's and the fleet face's logs are
+    named beside it), or memory when none is given."""
     if not path:
         return MemoryEventLog()
     check_log_target(path)
+    if is_url(path):
+        raise UsageError(f"--log {redact(path)}: cap agent writes its transcript to a file; "
+                         "give a file path (cap run --log takes a postgresql:// URL)")
     try:
         return FileEventLog(path, fsync=fsync)  # type: ignore[arg-type]
     except OSError as exc:

@@ -69,6 +69,12 @@ def resume_command(args: argparse.Namespace) -> int:
     path = args.resume
     if args.log is not None and args.log != path:
         raise UsageError("--resume LOG writes to LOG itself; drop --log")
+    ignored = [flag for flag, value in (("--task", args.task), ("--task-file", args.task_file),
+                                        ("--cwd", args.cwd), ("--model", args.model),
+                                        ("--script", args.script)) if value is not None]
+    if ignored:  # the run's own options come from the log: never drop the user's silently
+        raise UsageError(f"--resume LOG runs what the log holds with the options it was started "
+                         f"with; drop {', '.join(ignored)} (a new task is a new cap run)")
     if is_url(path):
         raise UsageError(f"--resume {path}: a shared log's runs are picked up by another node: "
                          f"cap node --log {path} --take-over (once the dead node's lease "

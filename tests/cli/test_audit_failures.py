@@ -117,3 +117,27 @@ def test_cap_agent_with_claude_flags_refuses_a_nan_budget(tmp_path):
                             capture_output=True, text=True, stdin=subprocess.DEVNULL, env=ENV,
                             cwd=tmp_path, timeout=60)
     one_line(result, 2, "--max-budget-usd: expected a number, got 'nan'")
+
+
+@pytest.mark.parametrize("speak", ["stream-json", "acp", "pty"])
+def test_cap_agent_refuses_a_database_log_instead_of_making_a_file_of_it(tmp_path, speak):
+    # the URL was taken as a file path: a postgresql: directory appeared in the cwd
+    url = "postgresql://me:secret@127.0.0.1:1/db"
+    result, _ = cap("agent", "--cap-speak", speak, "--log", url, cwd=tmp_path)
+    one_line(result, 2, "cap agent writes its transcript to a file; give a file path")
+    assert "secret" not in result.stderr
+    assert list(tmp_path.iterdir()) == []
+    claude_flags = subprocess.run([*CAP[:1], "-m", "trio_cap.actors.cli.cap_agent",
+                                   "--output-format", "stream-json", "--log", url],
+                                  capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                                  env=ENV, cwd=tmp_path, timeout=60)
+    one_line(claude_flags, 2, "cap agent writes its transcript to a file")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("extra", [("--task", "new"), ("--cwd", "."), ("--model", "m")])
+def test_resume_refuses_options_it_would_ignore(tmp_path, a_log, extra):
+    before = a_log.read_bytes()
+    result, _ = cap("run", "--resume", str(a_log), *extra, cwd=tmp_path)
+    one_line(result, 2, f"drop {extra[0]} (a new task is a new cap run)")
+    assert a_log.read_bytes() == before  # refused before the log was opened for writing
