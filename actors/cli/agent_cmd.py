@@ -249,6 +249,8 @@ def run_agent(options: AgentOptions) -> int:
     if options.bridge:  # the bridge runs an orchestrator; a plain agent start needs none
         from trio_cap.actors.bridge import bridge_core
 
+        _check_bridge(options.bridge, options.bridge_binding)
+
         make_core = bridge_core(options, script)
     elif fleet is not None:
         from trio_cap.actors.fleet_face import fleet_core
@@ -301,6 +303,8 @@ def run_acp_agent(args: argparse.Namespace) -> int:
     elif args.bridge:  # the bridge runs an orchestrator; a plain agent start needs none
         from trio_cap.actors.bridge import BridgeCore, bridge_log_path
 
+        _check_bridge(args.bridge, args.binding)
+
         base = bridge_log_path(args.log)
 
         def make_core(emit, session_id):  # type: ignore[no-untyped-def]
@@ -312,6 +316,15 @@ def run_acp_agent(args: argparse.Namespace) -> int:
                               log=path, script=script)
 
     return trio.run(functools.partial(serve, settings, log, script=script, make_core=make_core))
+
+
+def _check_bridge(agent: str, binding: str | None) -> None:
+    """``--bridge AGENT [--binding B]`` resolved at start, as ``cap run --agent`` is: an
+    unknown agent or a binding it does not offer is a usage error now, not at the first
+    turn a client sends."""
+    from trio_cap.actors.cli.run_cmd import _resolve
+
+    trio.run(_resolve, agent, binding)
 
 
 def _fleet(path: str):  # type: ignore[no-untyped-def]

@@ -381,6 +381,11 @@ async def _run(args: argparse.Namespace, log: FileEventLog, plan: Plan_) -> Outc
             nursery.start_soon(_watch_signals, signals, out, orch, work, nursery.cancel_scope)
             with work:
                 await _session(orch, nursery, args, plan, out)
+            if out.signal is not None and out.session is not None:
+                # the projection folds the log a step behind its writers: judge whether the
+                # agent has anything to cancel by all that is logged, not a lagging view
+                with trio.move_on_after(orch.system.grace):
+                    await orch.caught_up()
             view = out.session.view if out.session is not None else None
             if out.signal is not None and view is not None and view.status not in (
                 "created", "starting",  # still connecting: nothing at the agent to cancel yet

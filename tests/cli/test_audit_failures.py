@@ -141,3 +141,14 @@ def test_resume_refuses_options_it_would_ignore(tmp_path, a_log, extra):
     result, _ = cap("run", "--resume", str(a_log), *extra, cwd=tmp_path)
     one_line(result, 2, f"drop {extra[0]} (a new task is a new cap run)")
     assert a_log.read_bytes() == before  # refused before the log was opened for writing
+
+
+@pytest.mark.parametrize("speak", ["stream-json", "acp"])
+def test_cap_agent_refuses_an_unknown_bridged_agent_at_start(tmp_path, speak):
+    # it used to start, and fail only at the first turn a client sent
+    result, _ = cap("agent", "--cap-speak", speak, "--bridge", "no-such-agent-xyz",
+                    cwd=tmp_path)
+    assert_clean(result, 2, "no-such-agent-xyz")
+    offered, _ = cap("agent", "--cap-speak", speak, "--bridge", "cap-agent", "--binding",
+                     "a2a", cwd=tmp_path)
+    one_line(offered, 2, "--binding a2a")
