@@ -18,7 +18,7 @@ import trio
 from trio_cap.actors.bindings.stream_json.agent_argv import (
     PERMISSION_MODES,
     AgentOptions,
-    split_rules,
+    checked_rules,
 )
 from trio_cap.actors.cli.common import UsageError, brain_script, check_log_target
 from trio_cap.actors.manifest import load_manifest
@@ -182,8 +182,8 @@ def agent_command(args: argparse.Namespace) -> int:
         permission_mode=("bypassPermissions" if args.dangerously_skip_permissions
                          else args.permission_mode),
         permission_prompt_tool=args.permission_prompt_tool,
-        allowed_tools=tuple(r for v in args.allowed for r in split_rules(v)),
-        disallowed_tools=tuple(r for v in args.disallowed for r in split_rules(v)),
+        allowed_tools=_rules("--allowedTools", args.allowed),
+        disallowed_tools=_rules("--disallowedTools", args.disallowed),
         partial_messages=args.include_partial_messages, session_id=args.session_id,
         resume=args.resume, input_format=args.input_format, output_format=args.output_format,
         script=args.script, bridge=args.bridge, bridge_binding=args.binding,
@@ -284,8 +284,8 @@ def run_acp_agent(args: argparse.Namespace) -> int:
     if args.append_system_prompt:
         prompt = f"{prompt}\n{args.append_system_prompt}" if prompt else args.append_system_prompt
     settings = AgentSettings(
-        mode=mode, allowed=tuple(r for v in args.allowed for r in split_rules(v)),
-        disallowed=tuple(r for v in args.disallowed for r in split_rules(v)),
+        mode=mode, allowed=_rules("--allowedTools", args.allowed),
+        disallowed=_rules("--disallowedTools", args.disallowed),
         allow_high_risk=args.allow_high_risk, model=args.model,
         system_prompt=prompt, max_turns=args.max_turns,
         budget_usd=args.budget_usd, agent_version=__version__, bridged=args.bridge)
@@ -316,6 +316,17 @@ def run_acp_agent(args: argparse.Namespace) -> int:
                               log=path, script=script)
 
     return trio.run(functools.partial(serve, settings, log, script=script, make_core=make_core))
+
+
+def _rules(flag: str, values: list[str]) -> tuple[str, ...]:
+    """Every ``--allowedTools``/``--disallowedTools`` value's rules; a malformed one is a
+    usage error (a deny rule that does not parse would deny nothing)."""
+    from trio_cap.actors.bindings.stream_json.agent_argv import OptionsError
+
+    try:
+        return tuple(r for v in values for r in checked_rules(flag, v))
+    except OptionsError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _check_bridge(agent: str, binding: str | None) -> None:

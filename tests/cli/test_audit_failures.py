@@ -152,3 +152,24 @@ def test_cap_agent_refuses_an_unknown_bridged_agent_at_start(tmp_path, speak):
     offered, _ = cap("agent", "--cap-speak", speak, "--bridge", "cap-agent", "--binding",
                      "a2a", cwd=tmp_path)
     one_line(offered, 2, "--binding a2a")
+
+
+@pytest.mark.parametrize("rule", ["Bash(", "Bash(rm -rf", "(rm)", "Bash(a))", "Ba$h"])
+@pytest.mark.parametrize("flag", ["--allowedTools", "--disallowedTools"])
+def test_a_malformed_tool_rule_is_refused_not_ignored(tmp_path, flag, rule):
+    # a deny rule that does not parse denied nothing: the tool it meant ran unasked
+    result, _ = cap("agent", "--cap-speak", "acp", flag, rule, cwd=tmp_path)
+    one_line(result, 2, f"{flag}: {rule!r} is not a rule")
+    claude_flags = subprocess.run([*CAP[:1], "-m", "trio_cap.actors.cli.cap_agent",
+                                   "--output-format", "stream-json", flag, rule],
+                                  capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                                  env=ENV, cwd=tmp_path, timeout=60)
+    one_line(claude_flags, 2, f"{flag}: {rule!r} is not a rule")
+
+
+def test_well_formed_tool_rules_still_parse():
+    from trio_cap.actors.bindings.stream_json.agent_argv import checked_rules
+
+    assert checked_rules("--allowedTools", "Bash(git status:*),Write  mcp__fs__read "
+                         "Bash(echo (a, b))") == (
+        "Bash(git status:*)", "Write", "mcp__fs__read", "Bash(echo (a, b))")

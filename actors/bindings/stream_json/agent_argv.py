@@ -109,6 +109,24 @@ def split_rules(value: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def checked_rules(flag: str, value: str) -> tuple[str, ...]:
+    """:func:`split_rules`, refusing a rule that does not parse as ``Tool`` or
+    ``Tool(pattern)``: a malformed deny rule would deny nothing, so it is never guessed at."""
+    rules = split_rules(value)
+    for rule in rules:
+        name, paren, rest = rule.partition("(")
+        depth = 0
+        for ch in paren + rest:
+            depth += 1 if ch == "(" else -1 if ch == ")" else 0
+            if depth < 0:
+                break
+        if not name or not name.replace("_", "").replace("-", "").isalnum() \
+                or (paren and (not rest.endswith(")") or depth != 0)):
+            raise OptionsError(f"{flag}: {rule!r} is not a rule: write Tool or "
+                               "Tool(pattern), e.g. Bash(git status:*)")
+    return rules
+
+
 def _number(flag: str, value: str, kind: type) -> int | float:
     try:
         number = kind(value)
@@ -206,9 +224,9 @@ def _valued(opts: AgentOptions, flag: str, value: str) -> None:
                 opts.warnings.append(f"--permission-prompt-tool {value}: only 'stdio' is "
                                      "supported; permission requests will be denied")
         case "--allowedTools" | "--allowed-tools":
-            opts.allowed_tools += split_rules(value)
+            opts.allowed_tools += checked_rules(flag, value)
         case "--disallowedTools" | "--disallowed-tools":
-            opts.disallowed_tools += split_rules(value)
+            opts.disallowed_tools += checked_rules(flag, value)
         case "--tools":
             opts.tools = None if value == "default" else split_rules(value)
         case "--session-id":
