@@ -194,18 +194,19 @@ async def _run(fleet, log, rid: str, headless: bool = True):
 
 
 def status_command(args: argparse.Namespace) -> int:
-    from trio_cap.actors.cli.log_cmd import open_readonly
+    from trio_cap.actors.cli.log_cmd import Reporter, open_readonly
     from trio_cap.actors.cli.log_pg_cmd import close_reader
     from trio_cap.events.replay import replay
 
     log = open_readonly(args.log)
+    report = Reporter(log)  # damage is said, as cap replay says it: the status may lack it
     try:
-        state = replay(log)
+        state = replay(log, seen=report.seen)
     finally:
         close_reader(log)
     if not state.fleets.fleets:
         print(f"cap fleet status: {args.log} has no fleet in it", file=sys.stderr)
-        return EXIT_FAILED
+        return report.finish() or EXIT_FAILED
     for view in state.fleets.fleets.values():
         budget = f" of ${view.budget_usd:.4f}" if view.budget_usd is not None else ""
         reason = f": {view.reason}" if view.reason else ""
@@ -231,7 +232,7 @@ def status_command(args: argparse.Namespace) -> int:
               f"{refused} refused")
         for ask in view.asks:
             print(f"  ask {ask.member} {ask.ask_id}: {_ask_line(ask)}")
-    return EXIT_OK
+    return report.finish()
 
 
 def _ask_line(ask) -> str:

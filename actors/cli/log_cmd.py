@@ -181,6 +181,12 @@ class Reporter:
                 self._say(f"seq {env.seq}: {event.original_kind or 'an event'} is not "
                           f"readable by this build ({event.error}); shown raw")
 
+    def seen(self, envs: list[Envelope]) -> None:
+        """:func:`replay`'s window hook: the placeholders of lost or unreadable events."""
+        for env in envs:
+            if type(env.event) in (LogLost, LogUndecodable):
+                self.envelope(env)
+
     def finish(self) -> int:
         if self.unreadable > _MAX_NOTES:
             self._say(f"{self.unreadable - _MAX_NOTES} more events not readable by this build")
@@ -317,13 +323,8 @@ def replay_log(args: argparse.Namespace) -> int:
 
         return check_log(args, log, report)
 
-    def seen(envs) -> None:
-        for env in envs:
-            if type(env.event) in (LogLost, LogUndecodable):
-                report.envelope(env)
-
     # the transcript is never printed here, and it is what grows with every text chunk
-    state = replay(log, args.until, batch=_WINDOW, skip=("transcript",), seen=seen)
+    state = replay(log, args.until, batch=_WINDOW, skip=("transcript",), seen=report.seen)
     log.close()
     if args.json:
         print(msgspec.json.encode(_json_state(state, args.session)).decode())

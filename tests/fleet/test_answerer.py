@@ -191,3 +191,20 @@ def test_log_lines_say_where_an_answer_came_from_and_why_an_ask_was_passed_on():
         "on: no passage names any option")
     assert describe(SessionInputRequired(turn=1, reason="ask", ref="ask_1", meta=why)) == (
         "waiting on ask ask_1; the auto-answerer passed it on: no passage names any option")
+
+
+async def test_fleet_status_says_when_the_log_it_read_is_damaged(tmp_path):
+    # it printed the status of what it could read and exited 0, as if nothing were missing
+    outcome, log, _ = await run_file(copy_examples(tmp_path) / "research.toml")
+    assert outcome.completed, outcome.reason
+    log.close()
+    path = tmp_path / "fleets" / "research.caplog"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one byte of one record in the middle
+    path.write_bytes(bytes(data))
+    shown = cap("fleet", "status", str(path))
+    assert shown.returncode == 2, shown.stderr
+    assert "Traceback" not in shown.stderr
+    last = shown.stderr.strip().splitlines()[-1]
+    assert "is damaged" in last and "cap log repair" in last
+    assert shown.stdout.startswith("fleet research:")  # what was readable is still shown
