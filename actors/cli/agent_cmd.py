@@ -18,6 +18,7 @@ import trio
 from trio_cap.actors.bindings.stream_json.agent_argv import (
     PERMISSION_MODES,
     AgentOptions,
+    OptionsError,
     checked_rules,
 )
 from trio_cap.actors.cli.common import UsageError, brain_script, check_log_target
@@ -220,7 +221,6 @@ def run_tui(args: argparse.Namespace) -> int:
 
 def run_agent(options: AgentOptions) -> int:
     """Serve one stream-json session on stdio with ``options``; the process exit code."""
-    from trio_cap.actors.bindings.stream_json.agent_argv import OptionsError
     from trio_cap.actors.bindings.stream_json.agent_shell import resolve_options, serve
 
     try:
@@ -321,8 +321,6 @@ def run_acp_agent(args: argparse.Namespace) -> int:
 def _rules(flag: str, values: list[str]) -> tuple[str, ...]:
     """Every ``--allowedTools``/``--disallowedTools`` value's rules; a malformed one is a
     usage error (a deny rule that does not parse would deny nothing)."""
-    from trio_cap.actors.bindings.stream_json.agent_argv import OptionsError
-
     try:
         return tuple(r for v in values for r in checked_rules(flag, v))
     except OptionsError as exc:
@@ -333,9 +331,9 @@ def _check_bridge(agent: str, binding: str | None) -> None:
     """``--bridge AGENT [--binding B]`` resolved at start, as ``cap run --agent`` is: an
     unknown agent or a binding it does not offer is a usage error now, not at the first
     turn a client sends."""
-    from trio_cap.actors.cli.run_cmd import _resolve
+    from trio_cap.actors.cli.run_cmd import resolve_checked
 
-    trio.run(_resolve, agent, binding)
+    trio.run(resolve_checked, agent, binding)
 
 
 def _fleet(path: str):  # type: ignore[no-untyped-def]

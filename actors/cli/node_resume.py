@@ -18,7 +18,7 @@ import attrs
 
 from trio_cap.actors.cli.common import UsageError
 from trio_cap.actors.cli.resume_cmd import args_for, plan_for, resume_session
-from trio_cap.actors.cli.run_cmd import Outcome, Plan_, _resolve
+from trio_cap.actors.cli.run_cmd import Outcome, Plan_, resolve_checked
 from trio_cap.actors.orchestrator import Orchestrator
 from trio_cap.actors.replay.resume import CannotResume, ResumePoint, find_resume_point, rebuild
 from trio_cap.events.log.base import EventLog
@@ -69,7 +69,7 @@ class NodeResumer:
                     "does not have")
         try:
             rebuild(point)
-            agent = await _resolve(run.agent, run.binding)
+            agent = await resolve_checked(run.agent, run.binding)
             plan = plan_for(run, agent, self.where)
         except (CannotResume, UsageError) as exc:
             return str(exc)

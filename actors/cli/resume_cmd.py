@@ -34,11 +34,11 @@ from trio_cap.actors.cli.run_cmd import (
     Outcome,
     Plan_,
     _read_back,
-    _resolve,
     _write_failure,
     explain,
     open_log,
     played_back,
+    resolve_checked,
     run_command,
     run_turns,
 )
@@ -152,7 +152,7 @@ def _plan(args: argparse.Namespace, run, path: str) -> Plan_:
     if run.permissions == "ask" and not sys.stdin.isatty():
         raise UsageError(f"--resume {path}: the run used --permissions ask, which needs a "
                          "terminal on stdin")
-    return plan_for(run, trio.run(_resolve, run.agent, run.binding), path)
+    return plan_for(run, trio.run(resolve_checked, run.agent, run.binding), path)
 
 
 def plan_for(run, agent, log_path: str) -> Plan_:  # type: ignore[no-untyped-def]

@@ -262,7 +262,7 @@ def check_arguments(args: argparse.Namespace) -> Plan_:
     if not os.path.isdir(cwd):
         raise UsageError(f"--cwd {cwd}: not a directory")
     script = brain_script(args.script)
-    agent = trio.run(_resolve, args.agent, args.binding)
+    agent = trio.run(resolve_checked, args.agent, args.binding)
     log_path = args.log or os.path.join(".cap", "runs", f"{run_id()}.caplog")
     check_log_target(log_path)
     return Plan_(agent=agent, task=task, cwd=cwd, script=script, policy=policy,
@@ -270,7 +270,7 @@ def check_arguments(args: argparse.Namespace) -> Plan_:
                  log_path=log_path, turn_timeout=turn_timeout, idle_timeout=idle_timeout)
 
 
-async def _resolve(agent: str, binding: str | None) -> Resolved:
+async def resolve_checked(agent: str, binding: str | None) -> Resolved:
     """The agent's manifest and that it offers ``binding``: refused before any file exists."""
     try:
         resolved = await resolve(agent)

@@ -151,7 +151,7 @@ def read_tokens(path: str) -> dict[str, str]:
 
 def serve_a2a(args: argparse.Namespace) -> int:
     from trio_cap.actors.bindings.a2a.serve_server import ListenError, bind, is_loopback
-    from trio_cap.actors.cli.run_cmd import _resolve, open_log
+    from trio_cap.actors.cli.run_cmd import open_log, resolve_checked
     from trio_cap.actors.ids import run_id
     from trio_cap.actors.model_server.server import parse_listen
 
@@ -184,7 +184,7 @@ def serve_a2a(args: argparse.Namespace) -> int:
     if not os.path.isdir(cwd):
         raise UsageError(f"--cwd {cwd}: not a directory")
     script = brain_script(args.script)
-    agent = (trio.run(_resolve, args.agent, args.binding) if fleet is None
+    agent = (trio.run(resolve_checked, args.agent, args.binding) if fleet is None
              else trio.run(_fleet_face, fleet))
     try:
         bound = bind(host, port)  # before the log exists: a refusal leaves nothing behind

@@ -67,15 +67,15 @@ def join_runs_py(items: list[Any], layout: PyLayout) -> list[Any]:
                 parts.append(update.content.text)
                 continue
             if run_kind is not None:
-                out.append((run_kind, run_id, parts[0] if len(parts) == 1 else "".join(parts)))
+                out.append((run_kind, run_id, "".join(parts)))  # one part: the part itself
             run_kind, run_id, parts = kind, update.message_id, [update.content.text]
             continue
         if run_kind is not None:
-            out.append((run_kind, run_id, parts[0] if len(parts) == 1 else "".join(parts)))
+            out.append((run_kind, run_id, "".join(parts)))  # one part: the part itself
             run_kind = None
         out.append(update)
     if run_kind is not None:
-        out.append((run_kind, run_id, parts[0] if len(parts) == 1 else "".join(parts)))
+        out.append((run_kind, run_id, "".join(parts)))  # one part: the part itself
     return out
 
 
