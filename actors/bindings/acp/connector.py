@@ -117,6 +117,7 @@ class AcpConnection:
                     batch.append(self._with_terminal_output(item))
                 elif kind is TurnEnded:
                     self._turns += 1
+                    await self.fs.settled()  # a write served as the turn ended is its too
                     artifact = self.fs.turn_diff(self._turns)
                     if artifact is not None:
                         batch.append(artifact)

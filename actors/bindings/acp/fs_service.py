@@ -59,6 +59,10 @@ def scope_root(cwd: str, scope: str | None) -> str:
     return base
 
 
+WRITE_SETTLE = 5.0
+"""Seconds a turn's end waits for writes still in flight before its diff is taken."""
+
+
 class FsService:
     def __init__(self, cwd: str, scope: str | None = "workspace_only") -> None:
         self.cwd = cwd
@@ -66,6 +70,9 @@ class FsService:
         self.root = scope_root(cwd, self.scope)
         self._before: dict[str, bytes | None] = {}
         """Files written this turn: absolute path → content before the turn's first write."""
+        self._writing = 0
+        self._written = trio.Event()  # set whenever no write is in flight
+        self._written.set()
 
     def confine(self, path: str) -> Path:
         if not path.startswith("/"):
@@ -115,16 +122,29 @@ class FsService:
     async def write(self, params: f.WriteTextFileParams) -> f.Empty:
         target = self.confine(params.path)
         key = str(target)
-        if key not in self._before:
-            self._before[key] = await trio.to_thread.run_sync(_existing, target)
+        if self._writing == 0:
+            self._written = trio.Event()
+        self._writing += 1
         try:
+            if key not in self._before:
+                self._before[key] = await trio.to_thread.run_sync(_existing, target)
             await trio.to_thread.run_sync(write_file, self.root, str(target), params.content)
         except ScopeViolation:
             raise FsRefused(SCOPE_CODE, f"cap_scope_violation: {params.path} is outside the "
                                         f"session's {self.scope} scope") from None
         except ToolError as exc:
             raise FsRefused(rpc.INTERNAL_ERROR, str(exc)) from None
+        finally:
+            self._writing -= 1
+            if self._writing == 0:
+                self._written.set()
         return f.Empty()
+
+    async def settled(self, bound: float = WRITE_SETTLE) -> None:
+        """Wait (at most ``bound`` seconds) for writes in flight: an agent may end its turn
+        before our answer to its last write, and that write is still the turn's."""
+        with trio.move_on_after(bound):
+            await self._written.wait()
 
     def turn_diff(self, turn: int) -> Artifact | None:
         """The turn's writes as one unified diff (None when nothing changed); then forgotten."""
