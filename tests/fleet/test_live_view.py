@@ -149,7 +149,8 @@ async def test_each_members_row_and_its_questions_answered_from_the_keyboard(tmp
         await term.expect("writer asks: Colour?", "1 red 2 blue")
         assert "needs input (ask" in term.row("writer")
         await term.type("2")
-        await term.expect("fleet live: completed")
+        # the final frame whole: a read can land while the rows below the header are redrawn
+        await term.expect("fleet live: completed", "$0.0125", "$0.0000")
         # the turn's usage (the scripted agent reports it with the turn, its own words'
         # tokens added to the script's): tokens in/out and the member's spend
         row = term.row("writer")
