@@ -32,7 +32,15 @@ from operator import getitem
 
 import msgspec
 
-__all__ = ["Shape", "decode_holes", "learn"]
+try:
+    from trio_cap.actors.bindings import _byte_shape  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - built wherever the tests run
+    _byte_shape = None
+
+__all__ = ["NATIVE", "Shape", "decode_holes", "learn"]
+
+NATIVE = _byte_shape is not None
+"""True when :meth:`Shape.match` runs the C match (``_byte_shape.c``; the bench says which)."""
 
 _strings = msgspec.json.Decoder(list[str])
 _string = msgspec.json.Decoder(str)
@@ -48,11 +56,12 @@ class Shape:
     value of, in the payload's order."""
 
     __slots__ = ("cut", "cuts", "first", "fixed", "last", "middle", "names", "segments",
-                 "slices")
+                 "slices", "whole")
 
     def __init__(self, segments: list[bytes], names: tuple[str, ...],
                  widths: list[int]) -> None:
         self.segments = segments
+        self.whole = tuple(segments)
         self.names = names
         self.first = segments[0]
         self.last = segments[-1]
@@ -69,6 +78,61 @@ class Shape:
         self.slices = tuple(slices)
         """Where the holes are if all but the last are as wide as in the payload learnt
         (a timestamp's, an id's usually are): :meth:`run`'s guess."""
+
+    def match(self, datas: Sequence[bytes], i: int,
+              unread: Collection[int] = ()) -> tuple[int, list[list[str]] | None]:
+        """The payloads of ``datas[i:]`` that have this shape, up to the first that has not:
+        (its index, each hole's values for them, a list per name, empty for the holes in
+        ``unread``, which are only checked).  Values None: a hole is no JSON string body,
+        so the shape is not to be trusted further (the caller forgets it).  The C match
+        when it was built, else :meth:`match_py`, its reference."""
+        if _byte_shape is None or type(datas) is not list:
+            return self.match_py(datas, i, unread)
+        mask = sum(1 << k for k in unread)
+        j, array = _byte_shape.take(datas, i, self.whole, mask)
+        if j == i:
+            return i, []
+        width = len(self.names) - len(unread)
+        if array is None:
+            return j, [[] for _ in self.names]
+        try:
+            values = _strings.decode(array)
+        except msgspec.DecodeError:
+            return i, None
+        if len(values) != width * (j - i):
+            return i, None
+        if not unread:
+            return j, [values[k::width] for k in range(width)]
+        out, rank = [], 0
+        for k in range(len(self.names)):
+            if k in unread:
+                out.append([])
+            else:
+                out.append(values[rank::width])
+                rank += 1
+        return j, out
+
+    def match_py(self, datas: Sequence[bytes], i: int,
+                 unread: Collection[int] = ()) -> tuple[int, list[list[str]] | None]:
+        """:meth:`match` in Python: the run of payloads that end as this shape does tried
+        whole (:meth:`run`), else one by one (:meth:`take`)."""
+        tails = self.tails(datas[i:])
+        try:
+            j = tails.index(False) + i
+        except ValueError:
+            j = len(datas)
+        values = self.run(datas, i, j, unread) if j > i else None
+        if values is not None:
+            return j, values
+        holes: list[bytes] = []
+        j = self.take(datas, i, holes)
+        if j == i:
+            return i, []
+        decoded = decode_holes(holes)
+        if decoded is None:
+            return i, None
+        width = len(self.names)
+        return j, [decoded[k::width] for k in range(width)]
 
     def tails(self, datas: Sequence[bytes]) -> list[bool]:
         """Which payloads end as this shape does (one C call per payload, no Python step)."""

@@ -27,7 +27,7 @@ from trio_cap.actors.bindings.a2a import frames as f
 from trio_cap.actors.bindings.a2a.machine_io import CANCEL, ArtifactState, Exchange
 from trio_cap.actors.bindings.a2a.machine_parts import TEXT, is_agent, part_view
 from trio_cap.actors.bindings.base import Output
-from trio_cap.actors.bindings.byte_shape import Shape, decode_holes, learn
+from trio_cap.actors.bindings.byte_shape import Shape, learn
 from trio_cap.events.kinds import TextChunk
 
 _WORKING = "TASK_STATE_WORKING"
@@ -92,32 +92,21 @@ class HotPath:
     def _hot(self, rid: int, ex: Exchange, datas: Sequence[bytes], out: list[Output]) -> None:
         i, n = 0, len(datas)
         live = self.live
-        tails: list[bool] = []
-        tails_of: Shape | None = None
         tail: TextChunk | None = None  # the read's last text of a hot event,
         tail_of: str | None = None  # and whose: its artifact (None: agent status messages)
         while i < n:
             learnt = self._learnt
             if learnt is not None and learnt.rid == rid and self._fits(learnt):
-                shape = learnt.shape
-                if tails_of is not shape:
-                    tails, tails_of = shape.tails(datas), shape
-                try:
-                    j = tails.index(False, i)
-                except ValueError:
-                    j = n
-                values = shape.run(datas, i, j, learnt.unread) if j > i else []
+                j, values = learnt.shape.match(datas, i, learnt.unread)
                 if values is None:
-                    j, values = self._take(learnt, datas, i)
-                else:
-                    j -= i
-                if j:
+                    self._learnt = None  # a hole that is no string: those go the general way
+                elif j > i:
                     joins = out and out[-1] is tail and tail_of == learnt.aid
-                    tail = self._settle(learnt, values, j, out, joins) or tail
+                    tail = self._settle(learnt, values, j - i, out, joins) or tail
                     tail_of = learnt.aid
                     ex.got_event = True
                     self._learns = (rid, 0)
-                    i += j
+                    i = j
                     continue
             data = datas[i]
             env = f.decode_stream_batch(ex.spelling, [data])[0]
@@ -129,17 +118,6 @@ class HotPath:
                     and out[-1].message_id == hot[0]:
                 tail, tail_of = out[-1], hot[1]
             i += 1
-
-    def _take(self, learnt: _Learnt, datas: Sequence[bytes],
-              i: int) -> tuple[int, list[list[str]]]:
-        holes: list[bytes] = []
-        j = learnt.shape.take(datas, i, holes) - i
-        values = decode_holes(holes) if j else []
-        if values is None:
-            self._learnt = None  # a hole that is no string: those go the general way
-            return 0, []
-        width = learnt.width
-        return j, [values[k::width] for k in range(width)]
 
     def _fits(self, learnt: _Learnt) -> bool:
         """The books still as they were when the shape was learnt."""

@@ -1,0 +1,133 @@
+"""The C match of a byte shape (``bindings/_byte_shape.c``): built, and sound.
+
+The driver's hot path runs it on every turn's text events, so the end-to-end checks in
+``test_shape.py`` and ``test_hot_path.py`` (fast path == general rules) run it too.  Here
+it is checked on its own: every payload it takes means, decoded in full, the payload the
+shape was learnt from with the values it gives (whatever bytes were spliced into the
+run), it takes every payload of an unbroken run, and it gives what the Python match
+(``Shape.match_py``, the reference and the fallback) gives there.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.driver_a2a.test_shape import chunk, said, sdk
+from trio_cap.actors.bindings import byte_shape
+from trio_cap.actors.bindings.byte_shape import Shape, learn
+
+STATUS = ("timestamp", "messageId", "text")
+
+
+def native() -> Any:
+    from trio_cap.actors.bindings import _byte_shape  # type: ignore[attr-defined]
+
+    return _byte_shape
+
+
+def test_the_c_match_is_built_and_used() -> None:
+    """The install builds it (a C compiler is on every machine the tests run on); without
+    it the Python match would run and the bench would measure that instead."""
+    assert byte_shape.NATIVE and callable(native().take)
+
+
+def shape_of(payload: bytes, status: bool) -> Shape:
+    names = STATUS if status else ("text",)
+    shape = learn(payload, names, frozenset({"timestamp"}), lambda probe, markers: True)
+    assert isinstance(shape, Shape)
+    return shape
+
+
+def meaning(payload: bytes, values: dict[str, str]) -> Any:
+    """The payload decoded, with the named fields set to ``values`` (status or artifact)."""
+    doc = json.loads(payload)
+    result = doc["result"]
+    if "statusUpdate" in result:
+        status = result["statusUpdate"]["status"]
+        status["timestamp"] = values["timestamp"]
+        status["message"]["messageId"] = values.get("messageId")
+        status["message"]["parts"][0]["text"] = values["text"]
+    else:
+        result["artifactUpdate"]["artifact"]["parts"][0]["text"] = values["text"]
+    return doc
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts=st.lists(st.text(max_size=5), min_size=2, max_size=7),
+       status=st.booleans(), at=st.integers(0, 10_000),
+       byte=st.sampled_from([b"", b'"', b"\\", b"\\u", b"x", b"\x01", b"\xff", b'", "x": "',
+                             b"\xce\xbb", b"\n"]),
+       drop=st.integers(0, 3), start=st.integers(0, 2))
+def test_what_the_c_match_takes_means_the_learnt_payload_with_its_values(
+        texts: list[str], status: bool, at: int, byte: bytes, drop: int, start: int) -> None:
+    make = (lambda k, t: sdk(said(t, f"m{k}"))) if status else (lambda k, t: sdk(chunk(t)))
+    datas = [make(k, t) for k, t in enumerate(texts)]
+    shape = shape_of(datas[0], status)
+    victim = 1 + at % (len(datas) - 1)
+    d = datas[victim]
+    cut = at % (len(d) + 1)
+    datas[victim] = d[:cut] + byte + d[cut + min(drop, len(d) - cut):]
+    i = min(start, len(datas) - 1)
+    unread = (0,) if status else ()
+    j, values = shape.match(datas, i, unread)
+    if values is None:  # a hole that is no string: nothing taken, the shape is dropped
+        assert j == i
+        return
+    assert i <= j <= len(datas)
+    for k in range(i, j):
+        got = {name: values[n][k - i] for n, name in enumerate(shape.names) if values[n]}
+        doc = json.loads(datas[k])
+        if status:  # the timestamp is only checked: any printable string
+            got["timestamp"] = doc["result"]["statusUpdate"]["status"]["timestamp"]
+            assert got["timestamp"].isprintable() and got["timestamp"].isascii()
+        assert doc == meaning(datas[0], got)
+    if datas[victim] == d or victim < i:  # nothing changed in the run: all of it is taken
+        assert j == len(datas)
+        assert (j, values) == shape.match_py(datas, i, unread)
+
+
+def test_an_unbroken_run_gives_what_the_python_match_gives() -> None:
+    for status in (False, True):
+        make = (lambda k, t: sdk(said(t, f"m{k}"))) if status else (lambda k, t: sdk(chunk(t)))
+        datas = [make(k, t) for k, t in enumerate(["a", 'q\\"', "λ ✓ \U0001f642", "", "\n"])]
+        shape = shape_of(datas[0], status)
+        for unread in ((), (0,)) if status else ((),):
+            assert shape.match(datas, 0, unread) == shape.match_py(datas, 0, unread)
+            assert shape.match(datas, 0, unread)[0] == len(datas)
+
+
+def test_a_payload_that_is_not_bytes_ends_the_run() -> None:
+    datas: list[Any] = [sdk(chunk("a")), sdk(chunk("b")), "text", sdk(chunk("c"))]
+    shape = shape_of(datas[0], False)
+    assert shape.match(datas, 0) == (2, [["a", "b"]])
+    assert shape.match(datas, 2) == (2, [])
+
+
+def test_a_timestamp_with_an_escape_is_left_to_the_general_rules() -> None:
+    """An unread hole is taken only as printable ASCII with no backslash (what it would
+    hold is not decoded, so nothing else is let through)."""
+    odd = sdk(said("x", "m2", ts="2026-07-19T11:34:37.41\\u0037"))
+    datas = [sdk(said("a", "m1")), odd]
+    shape = shape_of(datas[0], True)
+    assert shape.match(datas, 0, (0,))[0] == 1
+    assert shape.match(datas, 0, ())[0] == 2  # read, it is decoded, so it may be taken
+
+
+def test_bad_arguments_are_refused() -> None:
+    take = native().take
+    with pytest.raises(TypeError):
+        take([b"x"], 0, ("a", '"b'), 0)
+    with pytest.raises(ValueError, match="closing quote"):
+        take([b"x"], 0, (b"a", b"b"), 0)
+    with pytest.raises(ValueError, match="segments"):
+        take([b"x"], 0, (b"a",), 0)
+    with pytest.raises(IndexError):
+        take([b"x"], -1, (b'"', b'"'), 0)
+    with pytest.raises(TypeError):
+        take((b"x",), 0, (b'"', b'"'), 0)
+    assert take([b'"x"'], 5, (b'"', b'"'), 0) == (5, None)
