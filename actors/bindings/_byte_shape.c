@@ -6,7 +6,7 @@
  * SSE bytes -> CAP events drive.  Here a payload costs two memcmp (its constant segments)
  * and a memchr per hole, and its holes are copied once, into the JSON array msgspec then
  * decodes as one list of strings.  byte_shape.py holds the same match in Python: the
- * reference this one is tested against (tests/bindings/test_byte_shape_native.py) and the
+ * reference this one is tested against (tests/driver_a2a/test_shape_native.py) and the
  * fallback when no C compiler was there at install.
  *
  * take(datas, i, segments, unread) -> (j, array or None).  ``datas`` is a list; from index

@@ -131,3 +131,17 @@ def test_bad_arguments_are_refused() -> None:
     with pytest.raises(TypeError):
         take((b"x",), 0, (b'"', b'"'), 0)
     assert take([b'"x"'], 5, (b'"', b'"'), 0) == (5, None)
+
+
+def test_without_the_c_match_the_python_one_gives_the_same_events(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An install with no C compiler runs ``match_py``: the fast path still means what the
+    general rules mean, on runs, status messages and payloads that only look the part."""
+    from tests.driver_a2a import test_shape as t
+
+    monkeypatch.setattr(byte_shape, "_byte_shape", None)
+    t.test_a_run_of_chunks_is_taken_by_its_shape_and_means_the_same()
+    t.test_status_messages_are_taken_by_their_shape_once_per_message_id()
+    t.test_a_timestamp_of_another_width_is_told_apart_one_by_one()
+    for change in t.ADVERSE:
+        t.test_a_payload_that_only_looks_like_the_shape_goes_the_general_way(change)
