@@ -9,7 +9,7 @@
  * reference this one is tested against (tests/driver_a2a/test_shape_native.py) and the
  * fallback when no C compiler was there at install.
  *
- * take(datas, i, segments, unread) -> (j, array or None).  ``datas`` is a list; from index
+ * take(datas, i, segments, unread, joined=-1) -> (j, array or None, text or None).  ``datas`` is a list; from index
  * ``i`` on, each payload that has the shape is taken, up to the first that has not (or is
  * not bytes): ``j``.  A payload has the shape iff it is segments[0], a hole, segments[1],
  * ..., a hole, segments[-1], where each hole ends at the first quote in it that no
@@ -19,6 +19,14 @@
  * backslash (a timestamp; anything else is no match, so nothing unchecked is let
  * through).  The array is b'["hole","hole",...]': the other holes of the taken payloads,
  * payload by payload, in order; None when nothing was taken or no hole is read.
+ *
+ * ``joined`` names a hole whose values the caller only wants concatenated (an artifact's
+ * text chunks): then ``text`` is one JSON string, b'"' + those holes' bodies + b'"', and
+ * that hole is left out of the array.  Bodies are joined only where that
+ * decodes to the values joined: a body that could run into its neighbour (it starts with
+ * a UTF-8 continuation byte or a low-surrogate escape, or ends in an incomplete UTF-8
+ * sequence, a cut \u escape or a high-surrogate escape) ends the run before it, or, if
+ * it is the run's first, makes the run give that hole in the array (text None).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -104,14 +112,68 @@ match(const char *d, Py_ssize_t len, const char *const *seg, const Py_ssize_t *s
     return at == len;
 }
 
+static int
+hex_in(char c, const char *set)
+{
+    return c != '\0' && strchr(set, c) != NULL;
+}
+
+/* Whether the body d[start:end] may be concatenated with its neighbours (see above). */
+static int
+joinable(const char *d, Py_ssize_t start, Py_ssize_t end)
+{
+    Py_ssize_t len = end - start;
+    if (len == 0)
+        return 1;
+    const unsigned char *b = (const unsigned char *)d + start;
+    if ((b[0] & 0xC0) == 0x80)
+        return 0;
+    if (len >= 4 && b[0] == '\\' && b[1] == 'u' && hex_in(b[2], "dD")
+        && hex_in(b[3], "cdefCDEF"))
+        return 0;
+    for (Py_ssize_t k = len > 6 ? len - 6 : 0; k < len - 1; k++) {
+        if (b[k] == '\\' && b[k + 1] == 'u') {
+            if (len - k < 6)
+                return 0;
+            if (hex_in(b[k + 2], "dD") && hex_in(b[k + 3], "89abAB"))
+                return 0;
+        }
+    }
+    Py_ssize_t k = len - 1, follow = 0;
+    while (k > 0 && (b[k] & 0xC0) == 0x80 && follow < 3) {
+        k--;
+        follow++;
+    }
+    unsigned char lead = b[k];
+    if (lead < 0x80)
+        return follow == 0;
+    int need = (lead & 0xE0) == 0xC0 ? 1 : (lead & 0xF0) == 0xE0 ? 2 : (lead & 0xF8) == 0xF0 ? 3 : -1;
+    return need == follow;
+}
+
+static PyObject *
+finish(Buffer *buf, const char *close, Py_ssize_t close_len)
+{
+    if (!buf->size) {
+        PyMem_Free(buf->bytes);
+        return Py_NewRef(Py_None);
+    }
+    PyObject *out = NULL;
+    if (put(buf, close, close_len) == 0)
+        out = PyBytes_FromStringAndSize(buf->bytes, buf->size);
+    PyMem_Free(buf->bytes);
+    return out;
+}
+
 static PyObject *
 take(PyObject *module, PyObject *args)
 {
     PyObject *datas, *segments;
     Py_ssize_t i;
     unsigned long unread;
-    if (!PyArg_ParseTuple(args, "O!nO!k:take", &PyList_Type, &datas, &i, &PyTuple_Type,
-                          &segments, &unread))
+    Py_ssize_t joined = -1;
+    if (!PyArg_ParseTuple(args, "O!nO!k|n:take", &PyList_Type, &datas, &i, &PyTuple_Type,
+                          &segments, &unread, &joined))
         return NULL;
     Py_ssize_t count = PyTuple_GET_SIZE(segments), holes = count - 1;
     if (count < 2 || count > MAX_SEGMENTS) {
@@ -139,10 +201,11 @@ take(PyObject *module, PyObject *args)
         PyErr_SetString(PyExc_IndexError, "take from a negative index");
         return NULL;
     }
-    int reads_any = 0;
-    for (Py_ssize_t k = 0; k < holes; k++)
-        reads_any |= !((unread >> k) & 1);
-    Buffer buf = {NULL, 0, 0};
+    if (joined < -1 || joined >= holes || (joined >= 0 && (unread >> joined) & 1)) {
+        PyErr_SetString(PyExc_ValueError, "the joined hole is a read hole of the shape");
+        return NULL;
+    }
+    Buffer buf = {NULL, 0, 0}, text = {NULL, 0, 0};
     Py_ssize_t starts[MAX_SEGMENTS], ends[MAX_SEGMENTS];
     Py_ssize_t j = i, n = PyList_GET_SIZE(datas);
     for (; j < n; j++) {
@@ -153,42 +216,46 @@ take(PyObject *module, PyObject *args)
         if (!match(d, PyBytes_GET_SIZE(item), seg, seg_len, holes, fixed, unread, starts,
                    ends))
             break;
-        if (!reads_any)
-            continue;
+        if (joined >= 0 && !joinable(d, starts[joined], ends[joined])) {
+            if (j > i)
+                break;  /* the run so far is joined; this one starts the next */
+            joined = -1;  /* the run's first: this run gives that hole in the array */
+        }
         for (Py_ssize_t k = 0; k < holes; k++) {
             if ((unread >> k) & 1)
                 continue;
-            if (put(&buf, buf.size ? "\",\"" : "[\"", buf.size ? 3 : 2) < 0
-                || put(&buf, d + starts[k], ends[k] - starts[k]) < 0) {
+            int fail;
+            if (k == joined)
+                fail = put(&text, "\"", text.size ? 0 : 1) < 0
+                    || put(&text, d + starts[k], ends[k] - starts[k]) < 0;
+            else
+                fail = put(&buf, buf.size ? "\",\"" : "[\"", buf.size ? 3 : 2) < 0
+                    || put(&buf, d + starts[k], ends[k] - starts[k]) < 0;
+            if (fail) {
                 PyMem_Free(buf.bytes);
+                PyMem_Free(text.bytes);
                 return NULL;
             }
         }
     }
-    PyObject *array;
-    if (buf.size) {
-        if (put(&buf, "\"]", 2) < 0) {
-            PyMem_Free(buf.bytes);
-            return NULL;
-        }
-        array = PyBytes_FromStringAndSize(buf.bytes, buf.size);
-        PyMem_Free(buf.bytes);
-        if (array == NULL)
-            return NULL;
+    PyObject *array = finish(&buf, "\"]", 2);
+    PyObject *joined_text = array == NULL ? NULL : finish(&text, "\"", 1);
+    if (array == NULL) {
+        PyMem_Free(text.bytes);
+        return NULL;
     }
-    else {
-        PyMem_Free(buf.bytes);
-        array = Py_NewRef(Py_None);
+    if (joined_text == NULL) {
+        Py_DECREF(array);
+        return NULL;
     }
-    PyObject *result = Py_BuildValue("nN", j, array);
-    return result;
+    return Py_BuildValue("nNN", j, array, joined_text);
 }
 
 static PyMethodDef methods[] = {
     {"take", take, METH_VARARGS,
-     "take(datas, i, segments, unread) -> (j, array or None): the payloads of datas[i:] "
-     "that have the shape, up to the first that has not, and their read holes as a JSON "
-     "array of strings."},
+     "take(datas, i, segments, unread, joined=-1) -> (j, array or None, text or None): "
+     "the payloads of datas[i:] that have the shape, up to the first that has "
+     "not, their read holes as a JSON array of strings, the joined hole's as one string."},
     {NULL, NULL, 0, NULL},
 };
 

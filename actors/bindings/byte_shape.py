@@ -55,65 +55,79 @@ class Shape:
     """Constant segments around string holes; ``names`` says which key each hole is the
     value of, in the payload's order."""
 
-    __slots__ = ("cut", "cuts", "first", "fixed", "last", "middle", "names", "segments",
-                 "slices", "whole")
+    __slots__ = ("_py", "names", "segments", "whole", "widths")
 
     def __init__(self, segments: list[bytes], names: tuple[str, ...],
                  widths: list[int]) -> None:
         self.segments = segments
         self.whole = tuple(segments)
         self.names = names
-        self.first = segments[0]
-        self.last = segments[-1]
-        self.middle = tuple((_needle(seg), seg) for seg in segments[1:-1])
-        self.fixed = sum(map(len, segments))
-        self.cut = self.last + b"\n" + self.first
-        self.cuts = (*segments[1:-1], self.cut)
-        """What follows each hole in payloads joined with LF."""
-        at, slices = len(self.first), []
-        for width, seg in zip(widths, segments[1:-1], strict=True):
-            slices.append(slice(at, at + width))
-            at += width + len(seg)
-        slices.append(slice(at, -len(self.last)))
-        self.slices = tuple(slices)
-        """Where the holes are if all but the last are as wide as in the payload learnt
-        (a timestamp's, an id's usually are): :meth:`run`'s guess."""
+        self.widths = widths
+        """Each hole's width but the last's, in the payload learnt."""
+        self._py: _PyParts | None = None
 
-    def match(self, datas: Sequence[bytes], i: int,
-              unread: Collection[int] = ()) -> tuple[int, list[list[str]] | None]:
+    @property
+    def py(self) -> _PyParts:
+        """What the Python match needs, made when it first runs (the C match needs only
+        the segments, and a shape is learnt once a turn)."""
+        if self._py is None:
+            self._py = _PyParts(self.segments, self.widths)
+        return self._py
+
+    @property
+    def first(self) -> bytes:
+        return self.segments[0]
+
+    @property
+    def last(self) -> bytes:
+        return self.segments[-1]
+
+    @property
+    def cut(self) -> bytes:
+        return self.py.cut
+
+    @property
+    def slices(self) -> tuple[slice, ...]:
+        return self.py.slices
+
+    def match(self, datas: Sequence[bytes], i: int, unread: Collection[int] = (),
+              joined: int = -1) -> tuple[int, list[list[str]] | None, str | None]:
         """The payloads of ``datas[i:]`` that have this shape, up to the first that has not:
-        (its index, each hole's values for them, a list per name, empty for the holes in
-        ``unread``, which are only checked).  Values None: a hole is no JSON string body,
-        so the shape is not to be trusted further (the caller forgets it).  The C match
-        when it was built, else :meth:`match_py`, its reference."""
+        (its index, each hole's values for them, a list per name, the text of hole
+        ``joined``).  The holes in ``unread`` are only checked, and hole ``joined``'s values
+        come concatenated, as that text (its list is empty then): what the caller does not
+        use costs no string per payload.  Values None: a hole is no JSON string body, so
+        the shape is not to be trusted further (the caller forgets it).  The C match when
+        it was built, else :meth:`match_py`, its reference."""
         if _byte_shape is None or type(datas) is not list:
-            return self.match_py(datas, i, unread)
-        mask = sum(1 << k for k in unread)
-        j, array = _byte_shape.take(datas, i, self.whole, mask)
+            return self.match_py(datas, i, unread, joined)
+        j, array, text = _byte_shape.take(datas, i, self.whole,
+                                          sum(1 << k for k in unread), joined)
         if j == i:
-            return i, []
-        width = len(self.names) - len(unread)
-        if array is None:
-            return j, [[] for _ in self.names]
+            return i, [], None
+        columns: list[list[str]] = [[] for _ in self.names]
+        read = [k for k in range(len(columns))
+                if k not in unread and (k != joined or text is None)]
         try:
-            values = _strings.decode(array)
+            values = _strings.decode(array) if array is not None else []
+            joined_text = _string.decode(text) if text is not None else None
         except msgspec.DecodeError:
-            return i, None
+            return i, None, None
+        width = len(read)
         if len(values) != width * (j - i):
-            return i, None
-        if not unread:
-            return j, [values[k::width] for k in range(width)]
-        out, rank = [], 0
-        for k in range(len(self.names)):
-            if k in unread:
-                out.append([])
-            else:
-                out.append(values[rank::width])
-                rank += 1
-        return j, out
+            return i, None, None
+        if width == 1:
+            columns[read[0]] = values
+        else:
+            for rank, k in enumerate(read):
+                columns[k] = values[rank::width]
+        if joined >= 0 and joined_text is None:  # the run's first body was not joinable
+            joined_text = "".join(columns[joined])
+            columns[joined] = []
+        return j, columns, joined_text
 
-    def match_py(self, datas: Sequence[bytes], i: int,
-                 unread: Collection[int] = ()) -> tuple[int, list[list[str]] | None]:
+    def match_py(self, datas: Sequence[bytes], i: int, unread: Collection[int] = (),
+                 joined: int = -1) -> tuple[int, list[list[str]] | None, str | None]:
         """:meth:`match` in Python: the run of payloads that end as this shape does tried
         whole (:meth:`run`), else one by one (:meth:`take`)."""
         tails = self.tails(datas[i:])
@@ -121,18 +135,21 @@ class Shape:
             j = tails.index(False) + i
         except ValueError:
             j = len(datas)
-        values = self.run(datas, i, j, unread) if j > i else None
-        if values is not None:
-            return j, values
-        holes: list[bytes] = []
-        j = self.take(datas, i, holes)
-        if j == i:
-            return i, []
-        decoded = decode_holes(holes)
-        if decoded is None:
-            return i, None
-        width = len(self.names)
-        return j, [decoded[k::width] for k in range(width)]
+        columns = self.run(datas, i, j, unread) if j > i else None
+        if columns is None:
+            holes: list[bytes] = []
+            j = self.take(datas, i, holes)
+            if j == i:
+                return i, [], None
+            decoded = decode_holes(holes)
+            if decoded is None:
+                return i, None, None
+            width = len(self.names)
+            columns = [[] if k in unread else decoded[k::width] for k in range(width)]
+        text = None
+        if joined >= 0:
+            text, columns[joined] = "".join(columns[joined]), []
+        return j, columns, text
 
     def tails(self, datas: Sequence[bytes]) -> list[bool]:
         """Which payloads end as this shape does (one C call per payload, no Python step)."""
@@ -156,15 +173,16 @@ class Shape:
         string per payload."""
         run = datas[i:j] if i or j < len(datas) else datas
         n = len(run)
+        py = self.py
         checked: list[list[bytes]] = []
-        if len(self.slices) == 1:
-            holes = list(map(getitem, run, repeat(self.slices[0])))
-            middle, last = self.cut.join(holes), self.last
+        if len(py.slices) == 1:
+            holes = list(map(getitem, run, repeat(py.slices[0])))
+            middle, last = py.cut.join(holes), self.last
         else:  # hole after hole, each column's cut after it: one join over all
-            width = 2 * len(self.slices)
+            width = 2 * len(py.slices)
             pieces: list[bytes] = [b""] * (width * n)
             holes = []
-            for k, (sl, seg) in enumerate(zip(self.slices, self.cuts, strict=True)):
+            for k, (sl, seg) in enumerate(zip(py.slices, py.cuts, strict=True)):
                 column = list(map(getitem, run, repeat(sl)))
                 if k in unread:
                     checked.append(column)
@@ -185,7 +203,7 @@ class Shape:
         if not checked:
             return [values[k:k + n] for k in range(0, len(values), n)]
         at, out = 0, []
-        for k in range(len(self.slices)):
+        for k in range(len(py.slices)):
             if k in unread:
                 out.append([])
             else:
@@ -201,10 +219,11 @@ class Shape:
         start up to its second quote) is first found: a string body holds no unescaped
         quote, so a needle is not found inside a hole the decode accepts.  (A short
         needle: ``find`` reads its needle through before it searches.)"""
-        first, last, fixed, n = self.first, self.last, self.fixed, len(datas)
+        py = self.py
+        first, last, fixed, n = self.first, self.last, py.fixed, len(datas)
         lf, ll = len(first), len(last)
         append = holes.append
-        if not self.middle:  # one hole (an artifact chunk's text): no search at all
+        if not py.middle:  # one hole (an artifact chunk's text): no search at all
             while i < n:
                 d = datas[i]
                 if len(d) < fixed or not d.startswith(first) or not d.endswith(last):
@@ -212,7 +231,7 @@ class Shape:
                 append(d[lf:len(d) - ll])
                 i += 1
             return i
-        middle = self.middle
+        middle = py.middle
         while i < n:
             d = datas[i]
             if len(d) < fixed or not d.startswith(first) or not d.endswith(last):
@@ -233,6 +252,28 @@ class Shape:
                 continue
             break
         return i
+
+
+class _PyParts:
+    """A shape's segments as the Python match reads them."""
+
+    __slots__ = ("cut", "cuts", "fixed", "middle", "slices")
+
+    def __init__(self, segments: list[bytes], widths: list[int]) -> None:
+        first, last = segments[0], segments[-1]
+        self.middle = tuple((_needle(seg), seg) for seg in segments[1:-1])
+        self.fixed = sum(map(len, segments))
+        self.cut = last + b"\n" + first
+        self.cuts = (*segments[1:-1], self.cut)
+        """What follows each hole in payloads joined with LF."""
+        at, slices = len(first), []
+        for width, seg in zip(widths, segments[1:-1], strict=True):
+            slices.append(slice(at, at + width))
+            at += width + len(seg)
+        slices.append(slice(at, -len(last)))
+        self.slices = tuple(slices)
+        """Where the holes are if all but the last are as wide as in the payload learnt
+        (a timestamp's, an id's usually are): :meth:`Shape.run`'s guess."""
 
 
 def _needle(segment: bytes) -> bytes:

@@ -74,7 +74,7 @@ def test_what_the_c_match_takes_means_the_learnt_payload_with_its_values(
     datas[victim] = d[:cut] + byte + d[cut + min(drop, len(d) - cut):]
     i = min(start, len(datas) - 1)
     unread = (0,) if status else ()
-    j, values = shape.match(datas, i, unread)
+    j, values, _ = shape.match(datas, i, unread)
     if values is None:  # a hole that is no string: nothing taken, the shape is dropped
         assert j == i
         return
@@ -88,7 +88,7 @@ def test_what_the_c_match_takes_means_the_learnt_payload_with_its_values(
         assert doc == meaning(datas[0], got)
     if datas[victim] == d or victim < i:  # nothing changed in the run: all of it is taken
         assert j == len(datas)
-        assert (j, values) == shape.match_py(datas, i, unread)
+        assert (j, values, None) == shape.match_py(datas, i, unread)
 
 
 def test_an_unbroken_run_gives_what_the_python_match_gives() -> None:
@@ -97,15 +97,18 @@ def test_an_unbroken_run_gives_what_the_python_match_gives() -> None:
         datas = [make(k, t) for k, t in enumerate(["a", 'q\\"', "λ ✓ \U0001f642", "", "\n"])]
         shape = shape_of(datas[0], status)
         for unread in ((), (0,)) if status else ((),):
-            assert shape.match(datas, 0, unread) == shape.match_py(datas, 0, unread)
-            assert shape.match(datas, 0, unread)[0] == len(datas)
+            for joined in (-1, len(shape.names) - 1):
+                got = shape.match(datas, 0, unread, joined)
+                assert got == shape.match_py(datas, 0, unread, joined)
+                assert got[0] == len(datas)
 
 
 def test_a_payload_that_is_not_bytes_ends_the_run() -> None:
     datas: list[Any] = [sdk(chunk("a")), sdk(chunk("b")), "text", sdk(chunk("c"))]
     shape = shape_of(datas[0], False)
-    assert shape.match(datas, 0) == (2, [["a", "b"]])
-    assert shape.match(datas, 2) == (2, [])
+    assert shape.match(datas, 0) == (2, [["a", "b"]], None)
+    assert shape.match(datas, 0, joined=0) == (2, [[]], "ab")
+    assert shape.match(datas, 2) == (2, [], None)
 
 
 def test_a_timestamp_with_an_escape_is_left_to_the_general_rules() -> None:
@@ -130,7 +133,11 @@ def test_bad_arguments_are_refused() -> None:
         take([b"x"], -1, (b'"', b'"'), 0)
     with pytest.raises(TypeError):
         take((b"x",), 0, (b'"', b'"'), 0)
-    assert take([b'"x"'], 5, (b'"', b'"'), 0) == (5, None)
+    assert take([b'"x"'], 5, (b'"', b'"'), 0) == (5, None, None)
+    with pytest.raises(ValueError, match="joined"):
+        take([b'"x"'], 0, (b'"', b'"'), 1, 0)  # an unread hole cannot be joined
+    with pytest.raises(ValueError, match="joined"):
+        take([b'"x"'], 0, (b'"', b'"'), 0, 1)
 
 
 def test_without_the_c_match_the_python_one_gives_the_same_events(
@@ -145,3 +152,41 @@ def test_without_the_c_match_the_python_one_gives_the_same_events(
     t.test_a_timestamp_of_another_width_is_told_apart_one_by_one()
     for change in t.ADVERSE:
         t.test_a_payload_that_only_looks_like_the_shape_goes_the_general_way(change)
+
+
+FRAGMENTS = [b"a", b"\\ud83d", b"\\ude42", b"\\u00e9", b"\xce", b"\xbb", b"\xce\xbb", b"\\n",
+             b"\\u12", b"34", b"\\\\", b"\\", b"\xf0\x9f", b"\x99\x82", b"\x01", b""]
+"""Raw bytes of text holes: escapes, surrogate halves, UTF-8 cut anywhere, cut escapes."""
+
+
+def _body_value(hole: bytes) -> str | None:
+    try:
+        return byte_shape._string.decode(b'"' + hole + b'"')
+    except Exception:
+        return None
+
+
+@settings(max_examples=500, deadline=None)
+@given(holes=st.lists(st.lists(st.sampled_from(FRAGMENTS), max_size=3).map(b"".join),
+                      min_size=1, max_size=6),
+       status=st.booleans())
+def test_joined_text_is_the_bodies_decoded_one_by_one_and_joined(
+        holes: list[bytes], status: bool) -> None:
+    """A hole's bodies are joined only where the joined text decodes to the values joined:
+    a surrogate pair, a UTF-8 sequence or an escape split across two events is never
+    made whole by the joining."""
+    template = sdk(said("TEXT", "m1")) if status else sdk(chunk("TEXT"))
+    datas = [template.replace(b"TEXT", hole) for hole in holes]
+    shape = shape_of(sdk(said("x", "m0")) if status else sdk(chunk("x")), status)
+    joined = len(shape.names) - 1
+    unread = (0,) if status else ()
+    j, columns, text = shape.match(datas, 0, unread, joined)
+    values = [_body_value(h) for h in holes]
+    if columns is None:  # some body the shape took is not a string body on its own
+        assert None in values
+        return
+    assert all(v is not None for v in values[:j])
+    assert text == ("".join(values[:j]) if j else None)  # type: ignore[arg-type]
+    separately = shape.match(datas, 0, unread)
+    if separately[1] is not None and separately[0] > 0:
+        assert 0 < j <= separately[0]

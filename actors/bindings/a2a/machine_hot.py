@@ -44,7 +44,8 @@ class _Learnt:
     """A shape and what it stands for: the exchange, task, context and artifact it was
     learnt in (artifact None: agent status messages), where its text and message id are."""
 
-    __slots__ = ("aid", "ctx", "mid_at", "rid", "shape", "task", "text_at", "unread", "width")
+    __slots__ = ("aid", "ctx", "joined", "mid_at", "rid", "shape", "task", "text_at", "unread",
+                 "width")
 
     def __init__(self, shape: Shape, rid: int, task: str, ctx: str, aid: str | None) -> None:
         self.shape = shape
@@ -54,6 +55,8 @@ class _Learnt:
         self.mid_at = shape.names.index("messageId") if aid is None else -1
         self.unread = tuple(k for k, name in enumerate(shape.names) if name == "timestamp")
         """Holes only checked, their values unused: a status message's timestamp."""
+        self.joined = self.text_at if aid is not None else -1
+        """The hole whose values are only wanted concatenated: an artifact's text."""
 
 
 class HotPath:
@@ -97,12 +100,12 @@ class HotPath:
         while i < n:
             learnt = self._learnt
             if learnt is not None and learnt.rid == rid and self._fits(learnt):
-                j, values = learnt.shape.match(datas, i, learnt.unread)
+                j, values, text = learnt.shape.match(datas, i, learnt.unread, learnt.joined)
                 if values is None:
                     self._learnt = None  # a hole that is no string: those go the general way
                 elif j > i:
                     joins = out and out[-1] is tail and tail_of == learnt.aid
-                    tail = self._settle(learnt, values, j - i, out, joins) or tail
+                    tail = self._settle(learnt, values, text, j - i, out, joins) or tail
                     tail_of = learnt.aid
                     ex.got_event = True
                     self._learns = (rid, 0)
@@ -168,21 +171,22 @@ class HotPath:
                 self._learnt = _Learnt(shape, rid, task, ctx, aid)  # type: ignore[arg-type]
         return mid, aid  # type: ignore[return-value]
 
-    def _settle(self, learnt: _Learnt, values: list[list[str]], count: int,
-                out: list[Output], joins: bool) -> TextChunk | None:
-        """``count`` events of the shape, each hole's values: what the general rules would
-        make of them one by one, consecutive text as one chunk (``joins``: with the last
-        output too, the same artifact's or status messages' text); that chunk, if any."""
-        texts = values[learnt.text_at]
+    def _settle(self, learnt: _Learnt, values: list[list[str]], joined: str | None,
+                count: int, out: list[Output], joins: bool) -> TextChunk | None:
+        """``count`` events of the shape, each hole's values (an artifact's text joined):
+        what the general rules would make of them one by one, consecutive text as one
+        chunk (``joins``: with the last output too, the same artifact's or status
+        messages' text); that chunk, if any."""
         if learnt.aid is not None:  # D2: text appended to a plain artifact
-            text = "".join(texts)
+            text = joined or ""
             st = self.artifacts[learnt.aid]
             st.count += count
             st.closed = False
             if not text:
                 return None
-            st.text_bytes += len(text.encode())
+            st.text_bytes += len(text) if text.isascii() else len(text.encode())
             return _put(out, learnt.aid, text, joins)
+        texts = values[learnt.text_at]
         seen = self.seen  # D1: agent text in WORKING statuses, once per messageId
         mids = values[learnt.mid_at]
         self.state = "working"
