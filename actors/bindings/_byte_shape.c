@@ -165,15 +165,28 @@ finish(Buffer *buf, const char *close, Py_ssize_t close_len)
     return out;
 }
 
+/* Called once per run of events, so its arguments are read without PyArg_ParseTuple. */
 static PyObject *
-take(PyObject *module, PyObject *args)
+take(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    PyObject *datas, *segments;
-    Py_ssize_t i;
-    unsigned long unread;
-    Py_ssize_t joined = -1;
-    if (!PyArg_ParseTuple(args, "O!nO!k|n:take", &PyList_Type, &datas, &i, &PyTuple_Type,
-                          &segments, &unread, &joined))
+    (void)module;
+    if (nargs < 4 || nargs > 5) {
+        PyErr_SetString(PyExc_TypeError, "take(datas, i, segments, unread, joined=-1)");
+        return NULL;
+    }
+    PyObject *datas = args[0], *segments = args[2];
+    if (!PyList_Check(datas) || !PyTuple_Check(segments)) {
+        PyErr_SetString(PyExc_TypeError, "take's datas is a list, its segments a tuple");
+        return NULL;
+    }
+    Py_ssize_t i = PyLong_AsSsize_t(args[1]);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    unsigned long unread = PyLong_AsUnsignedLong(args[3]);
+    if (unread == (unsigned long)-1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t joined = nargs == 5 ? PyLong_AsSsize_t(args[4]) : -1;
+    if (joined == -1 && PyErr_Occurred())
         return NULL;
     Py_ssize_t count = PyTuple_GET_SIZE(segments), holes = count - 1;
     if (count < 2 || count > MAX_SEGMENTS) {
@@ -252,7 +265,7 @@ take(PyObject *module, PyObject *args)
 }
 
 static PyMethodDef methods[] = {
-    {"take", take, METH_VARARGS,
+    {"take", (PyCFunction)(void (*)(void))take, METH_FASTCALL,
      "take(datas, i, segments, unread, joined=-1) -> (j, array or None, text or None): "
      "the payloads of datas[i:] that have the shape, up to the first that has "
      "not, their read holes as a JSON array of strings, the joined hole's as one string."},

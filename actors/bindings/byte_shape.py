@@ -37,12 +37,17 @@ try:
 except ImportError:  # pragma: no cover - built wherever the tests run
     _byte_shape = None
 
-__all__ = ["NATIVE", "Shape", "decode_holes", "learn"]
+__all__ = ["NATIVE", "Matcher", "Shape", "Taken", "decode_holes", "learn"]
 
 NATIVE = _byte_shape is not None
 """True when :meth:`Shape.match` runs the C match (``_byte_shape.c``; the bench says which)."""
 
 _strings = msgspec.json.Decoder(list[str])
+_NONE: tuple[str, ...] = ()
+"""The values of a hole not read (only checked, or joined)."""
+Taken = tuple[int, "list[Sequence[str]] | None", "str | None"]
+"""What a match took: (the index of the first payload not taken, each hole's values for the
+payloads taken, a hole's values joined); see :meth:`Shape.match`."""
 _string = msgspec.json.Decoder(str)
 _MARKED = tuple(f"\x01{k}" for k in range(8))
 """The probe's marker strings, hole by hole (a shape has a few holes), and as JSON:"""
@@ -91,43 +96,19 @@ class Shape:
         return self.py.slices
 
     def match(self, datas: Sequence[bytes], i: int, unread: Collection[int] = (),
-              joined: int = -1) -> tuple[int, list[list[str]] | None, str | None]:
+              joined: int = -1) -> Taken:
         """The payloads of ``datas[i:]`` that have this shape, up to the first that has not:
         (its index, each hole's values for them, a list per name, the text of hole
         ``joined``).  The holes in ``unread`` are only checked, and hole ``joined``'s values
         come concatenated, as that text (its list is empty then): what the caller does not
         use costs no string per payload.  Values None: a hole is no JSON string body, so
         the shape is not to be trusted further (the caller forgets it).  The C match when
-        it was built, else :meth:`match_py`, its reference."""
-        if _byte_shape is None or type(datas) is not list:
-            return self.match_py(datas, i, unread, joined)
-        j, array, text = _byte_shape.take(datas, i, self.whole,
-                                          sum(1 << k for k in unread), joined)
-        if j == i:
-            return i, [], None
-        columns: list[list[str]] = [[] for _ in self.names]
-        read = [k for k in range(len(columns))
-                if k not in unread and (k != joined or text is None)]
-        try:
-            values = _strings.decode(array) if array is not None else []
-            joined_text = _string.decode(text) if text is not None else None
-        except msgspec.DecodeError:
-            return i, None, None
-        width = len(read)
-        if len(values) != width * (j - i):
-            return i, None, None
-        if width == 1:
-            columns[read[0]] = values
-        else:
-            for rank, k in enumerate(read):
-                columns[k] = values[rank::width]
-        if joined >= 0 and joined_text is None:  # the run's first body was not joinable
-            joined_text = "".join(columns[joined])
-            columns[joined] = []
-        return j, columns, joined_text
+        it was built, else :meth:`match_py`, its reference.  A caller matching many runs
+        with the same holes unread and joined keeps a :class:`Matcher` instead."""
+        return Matcher(self, unread, joined)(datas, i)
 
     def match_py(self, datas: Sequence[bytes], i: int, unread: Collection[int] = (),
-                 joined: int = -1) -> tuple[int, list[list[str]] | None, str | None]:
+                 joined: int = -1) -> Taken:
         """:meth:`match` in Python: the run of payloads that end as this shape does tried
         whole (:meth:`run`), else one by one (:meth:`take`)."""
         tails = self.tails(datas[i:])
@@ -145,10 +126,10 @@ class Shape:
             if decoded is None:
                 return i, None, None
             width = len(self.names)
-            columns = [[] if k in unread else decoded[k::width] for k in range(width)]
+            columns = [_NONE if k in unread else decoded[k::width] for k in range(width)]
         text = None
         if joined >= 0:
-            text, columns[joined] = "".join(columns[joined]), []
+            text, columns[joined] = "".join(columns[joined]), _NONE
         return j, columns, text
 
     def tails(self, datas: Sequence[bytes]) -> list[bool]:
@@ -205,7 +186,7 @@ class Shape:
         at, out = 0, []
         for k in range(len(py.slices)):
             if k in unread:
-                out.append([])
+                out.append(_NONE)
             else:
                 out.append(values[at:at + n])
                 at += n
@@ -252,6 +233,48 @@ class Shape:
                 continue
             break
         return i
+
+
+class Matcher:
+    """:meth:`Shape.match` with one choice of holes unread and joined, worked out once: a
+    driver matches every run of a turn against one shape the same way, and a run is ~30
+    events, so what is worked out per call shows."""
+
+    __slots__ = ("joined", "mask", "read", "read_all", "shape", "unread", "whole")
+
+    def __init__(self, shape: Shape, unread: Collection[int] = (), joined: int = -1) -> None:
+        self.shape, self.whole, self.joined = shape, shape.whole, joined
+        self.unread = tuple(unread)
+        self.mask = sum(1 << k for k in self.unread)
+        self.read_all = tuple(k for k in range(len(shape.names)) if k not in self.unread)
+        """The holes in the array when the run's text is not joined."""
+        self.read = tuple(k for k in self.read_all if k != joined)
+
+    def __call__(self, datas: Sequence[bytes], i: int) -> Taken:
+        if _byte_shape is None or type(datas) is not list:
+            return self.shape.match_py(datas, i, self.unread, self.joined)
+        j, array, text = _byte_shape.take(datas, i, self.whole, self.mask, self.joined)
+        if j == i:
+            return i, [], None
+        read = self.read if text is not None else self.read_all
+        try:
+            values = _strings.decode(array) if array is not None else []
+            joined_text = _string.decode(text) if text is not None else None
+        except msgspec.DecodeError:
+            return i, None, None
+        width = len(read)
+        if len(values) != width * (j - i):
+            return i, None, None
+        columns: list[Sequence[str]] = [_NONE] * len(self.shape.names)
+        if width == 1:
+            columns[read[0]] = values
+        else:
+            for rank, k in enumerate(read):
+                columns[k] = values[rank::width]
+        if text is None and self.joined >= 0:  # the run's first body was not joinable
+            joined_text = "".join(columns[self.joined])
+            columns[self.joined] = _NONE
+        return j, columns, joined_text
 
 
 class _PyParts:

@@ -205,7 +205,7 @@ def test_a_run_is_taken_exactly_when_the_rebuilt_payloads_are_the_payloads(
         assert got == [values[k:k + n] for k in range(0, len(values), n)]
     if status:  # a timestamp only checked: the same answer, its list left empty
         unread = shape.run(datas, 0, n, (0,))
-        assert unread == (None if got is None else [[], *got[1:]])
+        assert unread == (None if got is None else [(), *got[1:]])
 
 
 HOSTILE_TIMESTAMPS = {  # each as wide as the one the shape was learnt from
@@ -227,5 +227,5 @@ def test_a_timestamp_that_is_no_string_body_goes_the_general_way(ts: str) -> Non
                   lambda probe, markers: True)
     assert isinstance(shape, Shape)
     assert shape.run(stream, 1, 4, (0,)) is None
-    assert shape.run(stream, 1, 2, (0,)) == [[], ["m1"], ["one "]]
+    assert shape.run(stream, 1, 2, (0,)) == [(), ["m1"], ["one "]]
     same_both_ways(stream)

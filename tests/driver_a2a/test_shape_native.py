@@ -107,7 +107,7 @@ def test_a_payload_that_is_not_bytes_ends_the_run() -> None:
     datas: list[Any] = [sdk(chunk("a")), sdk(chunk("b")), "text", sdk(chunk("c"))]
     shape = shape_of(datas[0], False)
     assert shape.match(datas, 0) == (2, [["a", "b"]], None)
-    assert shape.match(datas, 0, joined=0) == (2, [[]], "ab")
+    assert shape.match(datas, 0, joined=0) == (2, [()], "ab")
     assert shape.match(datas, 2) == (2, [], None)
 
 

@@ -27,7 +27,7 @@ from trio_cap.actors.bindings.a2a import frames as f
 from trio_cap.actors.bindings.a2a.machine_io import CANCEL, ArtifactState, Exchange
 from trio_cap.actors.bindings.a2a.machine_parts import TEXT, is_agent, part_view
 from trio_cap.actors.bindings.base import Output
-from trio_cap.actors.bindings.byte_shape import Shape, learn
+from trio_cap.actors.bindings.byte_shape import Matcher, Shape, learn
 from trio_cap.events.kinds import TextChunk
 
 _WORKING = "TASK_STATE_WORKING"
@@ -44,8 +44,8 @@ class _Learnt:
     """A shape and what it stands for: the exchange, task, context and artifact it was
     learnt in (artifact None: agent status messages), where its text and message id are."""
 
-    __slots__ = ("aid", "ctx", "joined", "mid_at", "rid", "shape", "task", "text_at", "unread",
-                 "width")
+    __slots__ = ("aid", "ctx", "joined", "match", "mid_at", "rid", "shape", "task", "text_at",
+                 "unread", "width")
 
     def __init__(self, shape: Shape, rid: int, task: str, ctx: str, aid: str | None) -> None:
         self.shape = shape
@@ -57,6 +57,7 @@ class _Learnt:
         """Holes only checked, their values unused: a status message's timestamp."""
         self.joined = self.text_at if aid is not None else -1
         """The hole whose values are only wanted concatenated: an artifact's text."""
+        self.match = Matcher(shape, self.unread, self.joined)
 
 
 class HotPath:
@@ -100,7 +101,7 @@ class HotPath:
         while i < n:
             learnt = self._learnt
             if learnt is not None and learnt.rid == rid and self._fits(learnt):
-                j, values, text = learnt.shape.match(datas, i, learnt.unread, learnt.joined)
+                j, values, text = learnt.match(datas, i)
                 if values is None:
                     self._learnt = None  # a hole that is no string: those go the general way
                 elif j > i:
