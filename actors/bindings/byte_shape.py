@@ -26,7 +26,8 @@ match and goes through the full decode.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
 from itertools import repeat
 from operator import getitem
 
@@ -37,10 +38,16 @@ try:
 except ImportError:  # pragma: no cover - built wherever the tests run
     _byte_shape = None
 
-__all__ = ["NATIVE", "Matcher", "Shape", "Taken", "decode_holes", "learn"]
+__all__ = ["NATIVE", "Markers", "Matcher", "Shape", "Taken", "decode_holes", "learn", "pinnable"]
 
 NATIVE = _byte_shape is not None
 """True when :meth:`Shape.match` runs the C match (``_byte_shape.c``; the bench says which)."""
+
+
+def pinnable(pins: Mapping[str, bytes]) -> bool:
+    """Whether every id may fill in a pinned hole (:meth:`Shape.pinned_to`)."""
+    return all(_PLAIN.fullmatch(pin) for pin in pins.values())
+
 
 _strings = msgspec.json.Decoder(list[str])
 _NONE: tuple[str, ...] = ()
@@ -49,10 +56,14 @@ Taken = tuple[int, "list[Sequence[str]] | None", "str | None"]
 """What a match took: (the index of the first payload not taken, each hole's values for the
 payloads taken, a hole's values joined); see :meth:`Shape.match`."""
 _string = msgspec.json.Decoder(str)
-_MARKED = tuple(f"\x01{k}" for k in range(8))
+_MARKED = tuple(f"\x01{k}" for k in range(16))
 """The probe's marker strings, hole by hole (a shape has a few holes), and as JSON:"""
-_MARKS = tuple(b"\\u0001" + str(k).encode() for k in range(8))
+_MARKS = tuple(b"\\u0001" + str(k).encode() for k in range(16))
+_NUMBER_MARK = 987_654_300
+"""A pinned number hole's marker in the probe: this plus the hole's place."""
 _QUOTE = 0x22
+_PLAIN = re.compile(rb"[\x20\x21\x23-\x5b\x5d-\x7e]+")
+"""A string id :meth:`Shape.pinned_to` fills in: printable ASCII, no quote, no backslash."""
 _BACKSLASH = 0x5C
 
 
@@ -60,15 +71,18 @@ class Shape:
     """Constant segments around string holes; ``names`` says which key each hole is the
     value of, in the payload's order."""
 
-    __slots__ = ("_py", "names", "segments", "whole", "widths")
+    __slots__ = ("_py", "names", "pinned", "segments", "whole", "widths")
 
     def __init__(self, segments: list[bytes], names: tuple[str, ...],
-                 widths: list[int]) -> None:
+                 widths: list[int], pinned: tuple[int, ...] = ()) -> None:
         self.segments = segments
         self.whole = tuple(segments)
         self.names = names
         self.widths = widths
         """Each hole's width but the last's, in the payload learnt."""
+        self.pinned = pinned
+        """The holes that stand for ids (see :func:`learn`): :meth:`pinned_to` fills them
+        in; a shape with any is matched only that way."""
         self._py: _PyParts | None = None
 
     @property
@@ -94,6 +108,33 @@ class Shape:
     @property
     def slices(self) -> tuple[slice, ...]:
         return self.py.slices
+
+    def pinned_to(self, pins: Mapping[str, bytes]) -> Shape | None:
+        """This shape for one turn's ids: each pinned hole filled in with the raw bytes
+        ``pins`` gives its key, joining the segments around it; the other holes are left.
+        None if a pin could change more than its own value: a string id must be printable
+        ASCII with no quote or backslash (a JSON encoder writes such a one as it is), a
+        number id digits only.
+
+        Why this is as sound as a probe: the probe found each pinned hole's marker in a
+        field of its key; another plain string in a string's place, or other digits in a
+        number's, changes that value and nothing else (JSON is context free), so a payload
+        of the filled-in shape is the learnt one with these ids and its own texts."""
+        segments, names, widths = [self.segments[0]], [], []
+        for k, name in enumerate(self.names):
+            after = self.segments[k + 1]
+            if k in self.pinned:
+                pin = pins.get(name)
+                number = after[:1] != b'"'
+                if pin is None or not (pin.isdigit() if number else _PLAIN.fullmatch(pin)):
+                    return None
+                segments[-1] += pin + after
+            else:
+                names.append(name)
+                if k < len(self.widths):
+                    widths.append(self.widths[k])
+                segments.append(after)
+        return Shape(segments, tuple(names), widths[:len(names) - 1])
 
     def match(self, datas: Sequence[bytes], i: int, unread: Collection[int] = (),
               joined: int = -1) -> Taken:
@@ -243,6 +284,9 @@ class Matcher:
     __slots__ = ("joined", "mask", "read", "read_all", "shape", "unread", "whole")
 
     def __init__(self, shape: Shape, unread: Collection[int] = (), joined: int = -1) -> None:
+        if shape.pinned:
+            raise ValueError("a shape with pinned holes is matched once they are filled in "
+                             "(Shape.pinned_to)")
         self.shape, self.whole, self.joined = shape, shape.whole, joined
         self.unread = tuple(unread)
         self.mask = sum(1 << k for k in self.unread)
@@ -328,11 +372,27 @@ def decode_holes(holes: list[bytes]) -> list[str] | None:
 
 def _value_span(data: bytes, name: str) -> tuple[int, int] | None:
     """Where the string value of the only key ``name`` lies (inside its quotes), if it has one."""
+    spans = _value_spans(data, name)
+    return spans[0] if spans is not None and len(spans) == 1 else None
+
+
+def _value_spans(data: bytes, name: str) -> list[tuple[int, int]] | None:
+    """Where the string value of every key ``name`` lies; None if one is not a string (or
+    there is none)."""
     key = b'"' + name.encode() + b'":'
+    spans = []
     at = data.find(key)
-    if at < 0 or data.find(key, at + 1) >= 0:
-        return None
-    start = at + len(key)
+    while at >= 0:
+        span = _string_after(data, at + len(key))
+        if span is None:
+            return None
+        spans.append(span)
+        at = data.find(key, span[1])
+    return spans or None
+
+
+def _string_after(data: bytes, start: int) -> tuple[int, int] | None:
+    """The body of the string value that starts at ``start`` after blanks, if one does."""
     while start < len(data) and data[start] in b" \t":
         start += 1
     if start >= len(data) or data[start] != _QUOTE:
@@ -351,36 +411,78 @@ def _value_span(data: bytes, name: str) -> tuple[int, int] | None:
         end += 1
 
 
+def _number_span(data: bytes, name: str) -> tuple[int, int] | None:
+    """Where the value of the only key ``name`` lies if it is a whole number token: digits
+    after blanks, then ``,``, ``}``, ``]`` or a blank."""
+    key = b'"' + name.encode() + b'":'
+    at = data.find(key)
+    if at < 0 or data.find(key, at + 1) >= 0:
+        return None
+    start = at + len(key)
+    while start < len(data) and data[start] in b" \t":
+        start += 1
+    end = start
+    while end < len(data) and 0x30 <= data[end] <= 0x39:
+        end += 1
+    if end == start or end >= len(data) or data[end] not in b",}] \t":
+        return None
+    return start, end
+
+
+Markers = dict[str, list["str | int"]]
+"""The probe's markers by key: one per hole of that key, as the full decode must give them."""
+
+
 def learn(data: bytes, names: tuple[str, ...], optional: frozenset[str],
-          check: Callable[[bytes, dict[str, str]], bool]) -> Shape | None:
+          check: Callable[[bytes, Markers], bool], pinned: tuple[str, ...] = (),
+          numbers: tuple[str, ...] = ()) -> Shape | None:
     """The shape of ``data`` with the values of keys ``names`` as holes (those in ``optional``
-    only if present), or None.  ``check(probe, markers)`` decodes the probe with the full
-    Structs and says whether each named field holds its marker."""
+    only if present), or None.  The string values of every key in ``pinned`` and the number
+    value of each key in ``numbers`` are holes too, *pinned*: a :class:`Matcher` compares
+    them with the values it is given instead of reading them, so the shape outlives the ids
+    of one turn.  ``check(probe, markers)`` decodes the probe with the full Structs and says
+    whether each named field holds its marker (a key with several holes: its fields hold
+    those markers, in any order)."""
     if b"\n" in data:  # Shape.run joins payloads with LF
         return None
-    spans = []
+    spans: list[tuple[int, int, str, bool]] = []  # (start, end, key, a number)
     for name in names:
         span = _value_span(data, name)
         if span is not None:
-            spans.append((*span, name))
+            spans.append((*span, name, False))
         elif name not in optional:
             return None
+    for name in pinned:
+        found = _value_spans(data, name)
+        if found is None:
+            return None
+        spans += [(start, end, name, False) for start, end in found]
+    for name in numbers:
+        span = _number_span(data, name)
+        if span is None:
+            return None
+        spans.append((*span, name, True))
+    if len(spans) > len(_MARKS):
+        return None
     spans.sort()
     segments: list[bytes] = []
     probe: list[bytes] = []
-    markers: dict[str, str] = {}
+    markers: Markers = {}
     at = 0
-    for k, (start, end, name) in enumerate(spans):
+    for k, (start, end, name, number) in enumerate(spans):
         if start < at:
             return None
         segment = data[at:start]
         segments.append(segment)
-        probe += (segment, _MARKS[k])
-        markers[name] = _MARKED[k]
+        mark: str | int = _NUMBER_MARK + k if number else _MARKED[k]
+        probe += (segment, str(mark).encode() if number else _MARKS[k])
+        markers.setdefault(name, []).append(mark)
         at = end
     segments.append(data[at:])
     probe.append(segments[-1])
     if not check(b"".join(probe), markers):
         return None
-    return Shape(segments, tuple(name for _, _, name in spans),
-                 [end - start for start, end, _ in spans[:-1]])
+    pinned_at = tuple(k for k, (_, _, name, _) in enumerate(spans)
+                      if name in pinned or name in numbers)
+    return Shape(segments, tuple(name for _, _, name, _ in spans),
+                 [end - start for start, end, _, _ in spans[:-1]], pinned_at)

@@ -205,6 +205,7 @@ class A2aDriver(HotPath, ArtifactRules, FailureRules, ResumeRules):
         """The SSE id of the last event taken for the current task (D15's Last-Event-ID)."""
         self.turn_text: list[str] = []
         """The agent-message text this turn streamed (to spot an artifact repeating it)."""
+        self._pinned = {}
         self.sent_messages = 0
         self.closed = False
         self.reattach = False

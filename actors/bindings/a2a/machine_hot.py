@@ -27,7 +27,7 @@ from trio_cap.actors.bindings.a2a import frames as f
 from trio_cap.actors.bindings.a2a.machine_io import CANCEL, ArtifactState, Exchange
 from trio_cap.actors.bindings.a2a.machine_parts import TEXT, is_agent, part_view
 from trio_cap.actors.bindings.base import Output
-from trio_cap.actors.bindings.byte_shape import Matcher, Shape, learn
+from trio_cap.actors.bindings.byte_shape import Markers, Matcher, Shape, learn, pinnable
 from trio_cap.events.kinds import TextChunk
 
 _WORKING = "TASK_STATE_WORKING"
@@ -35,6 +35,11 @@ _ARTIFACT = ("text",)
 _STATUS = ("timestamp", "messageId", "text")
 _OPTIONAL = frozenset({"timestamp"})
 _NONE: frozenset[str] = frozenset()
+_PINNED_ARTIFACT = ("taskId", "contextId", "artifactId")
+_PINNED_STATUS = ("taskId", "contextId")
+_NUMBERS = ("id",)
+"""Keys pinned in a learnt shape (byte_shape.learn): the turn's ids, so the shape serves
+the next turns too; the JSON-RPC id is a number."""
 _LEARNS = 8
 """Shapes learnt in one exchange that matched nothing before another was wanted: past
 this the exchange's events all go the general way (a peer whose every event differs)."""
@@ -45,12 +50,11 @@ class _Learnt:
     learnt in (artifact None: agent status messages), where its text and message id are."""
 
     __slots__ = ("aid", "ctx", "joined", "match", "mid_at", "rid", "shape", "task", "text_at",
-                 "unread", "width")
+                 "unread")
 
     def __init__(self, shape: Shape, rid: int, task: str, ctx: str, aid: str | None) -> None:
         self.shape = shape
         self.rid, self.task, self.ctx, self.aid = rid, task, ctx, aid
-        self.width = len(shape.names)
         self.text_at = shape.names.index("text")
         self.mid_at = shape.names.index("messageId") if aid is None else -1
         self.unread = tuple(k for k, name in enumerate(shape.names) if name == "timestamp")
@@ -73,6 +77,8 @@ class HotPath:
     against)."""
     _learnt: _Learnt | None = None
     _learns: tuple[int, int] = (0, 0)
+    _pinned: dict[bool, Shape]
+    """The last shape learnt of each kind with its ids pinned (True: artifact text)."""
     """(exchange, shapes learnt there that matched nothing yet)."""
 
     def _events(self, rid: int, datas: Sequence[bytes]) -> list[Output]:
@@ -167,10 +173,29 @@ class HotPath:
             tries = 0
         if tries < _LEARNS:
             self._learns = (rid, tries + 1)
-            shape = learn(data, names, optional, check)
+            pins = _pins(rid, task, ctx, aid)  # type: ignore[arg-type]
+            shape = self._repinned(data, pins, aid is not None)
+            if shape is None and pinnable(pins):
+                pinned = _PINNED_ARTIFACT if aid is not None else _PINNED_STATUS
+                general = learn(data, names, optional, check, pinned, _NUMBERS)
+                if general is not None:
+                    self._pinned[aid is not None] = general
+                    shape = general.pinned_to(pins)
+            if shape is None:  # an id not where it is expected, or not plain: this turn's
+                shape = learn(data, names, optional, check)
             if shape is not None:
                 self._learnt = _Learnt(shape, rid, task, ctx, aid)  # type: ignore[arg-type]
         return mid, aid  # type: ignore[return-value]
+
+    def _repinned(self, data: bytes, pins: dict[str, bytes], artifact: bool) -> Shape | None:
+        """The last shape learnt of this kind (artifact text or agent status message) for
+        this event's ids, if the event has it: a turn's text events are shaped as the last
+        turn's were, so a new turn costs the match of one event, not a learn (a probe)."""
+        general = self._pinned.get(artifact)
+        shape = general.pinned_to(pins) if general is not None else None
+        if shape is None or Matcher(shape)([data], 0)[0] != 1:
+            return None
+        return shape
 
     def _settle(self, learnt: _Learnt, values: list[list[str]], joined: str | None,
                 count: int, out: list[Output], joins: bool) -> TextChunk | None:
@@ -231,34 +256,56 @@ def _put(out: list[Output], mid: str, text: str, joins: bool) -> TextChunk:
     return chunk
 
 
+def _pins(rid: int, task: str, ctx: str | None, aid: str | None) -> dict[str, bytes]:
+    """This event's ids as the keys a learnt shape pins (``Shape.pinned_to`` says which
+    it can fill in)."""
+    pins = {"taskId": task.encode("utf-8", "replace"), "id": str(rid).encode()}
+    if ctx:
+        pins["contextId"] = ctx.encode("utf-8", "replace")
+    if aid is not None:
+        pins["artifactId"] = aid.encode("utf-8", "replace")
+    return pins
+
+
 def _plain(st: ArtifactState) -> bool:
     """An artifact whose text the general rules stream as ``cap.text_chunk``."""
     return st.call_id is None and not st.cap and not st.quiet
 
 
-def _artifact_text(env: Any) -> dict[str, str]:
+def _artifact_text(env: Any) -> dict[str, list[Any]]:
+    """Every field a hole of an artifact text shape may stand for, by key."""
     au = env.result.artifact_update
-    return {"text": au.artifact.parts[0].text} if au is not None and au.artifact.parts else {}
+    if au is None or not au.artifact.parts:
+        return {}
+    return {"text": [au.artifact.parts[0].text], "taskId": [au.task_id],
+            "contextId": [au.context_id], "artifactId": [au.artifact.artifact_id],
+            "id": [env.id]}
 
 
-def _status_text(env: Any) -> dict[str, str]:
+def _status_text(env: Any) -> dict[str, list[Any]]:
+    """The same for an agent status message: its ids are there twice, the update's and the
+    message's."""
     u = env.result.status_update
     msg = u.status.message if u is not None else None
     if msg is None or not msg.parts:
         return {}
-    got = {"text": msg.parts[0].text, "messageId": msg.message_id}
+    got = {"text": [msg.parts[0].text], "messageId": [msg.message_id],
+           "taskId": [u.task_id, msg.task_id], "contextId": [u.context_id, msg.context_id],
+           "id": [env.id]}
     if u.status.timestamp is not None:
-        got["timestamp"] = u.status.timestamp
+        got["timestamp"] = [u.status.timestamp]
     return got
 
 
 def _checker(fields: Any) -> Any:
-    def check(probe: bytes, markers: dict[str, str]) -> bool:
+    def check(probe: bytes, markers: Markers) -> bool:
+        """Every marker decoded into a field of its key (a field of that key not holding
+        one holds the learnt payload's bytes in every payload of the shape)."""
         env = f.decode_stream_batch(f.CURRENT, [probe])[0]
         if type(env) is f.FrameError or env.result is None:
             return False
         got = fields(env)
-        return all(got.get(name) == marker for name, marker in markers.items())
+        return all(m in got.get(name, ()) for name, marks in markers.items() for m in marks)
     return check
 
 
