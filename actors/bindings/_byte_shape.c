@@ -9,9 +9,10 @@
  * reference this one is tested against (tests/driver_a2a/test_shape_native.py) and the
  * fallback when no C compiler was there at install.
  *
- * take(datas, i, segments, unread, joined=-1) -> (j, array or None, text or None).  ``datas`` is a list; from index
- * ``i`` on, each payload that has the shape is taken, up to the first that has not (or is
- * not bytes): ``j``.  A payload has the shape iff it is segments[0], a hole, segments[1],
+ * take(datas, i, segments, unread, joined=-1) -> (j, array or None, text or None).
+ * ``datas`` is a list of bytes, or a read's Payloads (a2a/_sse_split.c: matched in place,
+ * no bytes object made per payload); from index ``i`` on, each payload that has the shape
+ * is taken, up to the first that has not (or is not bytes): ``j``.  A payload has the shape iff it is segments[0], a hole, segments[1],
  * ..., a hole, segments[-1], where each hole ends at the first quote in it that no
  * backslash escapes (a JSON string body holds no other) and the segment after it starts
  * there; every segment after the first starts with that closing quote.  A hole numbered
@@ -165,6 +166,81 @@ finish(Buffer *buf, const char *close, Py_ssize_t close_len)
     return out;
 }
 
+/* Where the payloads are: a list of bytes, or a read's buffer and each payload's span in it
+ * (a2a/_sse_split.c's Payloads: its `buffer`, `spans` and `first`). */
+typedef struct {
+    PyObject *list;
+    const char *buf;
+    Py_ssize_t buf_len;
+    const Py_ssize_t *spans;
+    PyObject *first;
+    Py_ssize_t n;
+} Source;
+
+static int
+source_of(PyObject *datas, Source *src, PyObject **held)
+{
+    *held = NULL;
+    if (PyList_Check(datas)) {
+        src->list = datas;
+        src->n = PyList_GET_SIZE(datas);
+        return 0;
+    }
+    PyObject *buffer = PyObject_GetAttrString(datas, "buffer");
+    PyObject *spans = buffer == NULL ? NULL : PyObject_GetAttrString(datas, "spans");
+    PyObject *first = spans == NULL ? NULL : PyObject_GetAttrString(datas, "first");
+    if (first == NULL || !PyBytes_CheckExact(buffer) || !PyBytes_CheckExact(spans)
+        || PyBytes_GET_SIZE(spans) % (2 * (Py_ssize_t)sizeof(Py_ssize_t)) != 0
+        || (first != Py_None && !PyBytes_CheckExact(first))) {
+        Py_XDECREF(buffer);
+        Py_XDECREF(spans);
+        Py_XDECREF(first);
+        PyErr_Clear();
+        PyErr_SetString(PyExc_TypeError,
+                        "take's datas is a list of bytes or a read's Payloads");
+        return -1;
+    }
+    PyObject *keep = PyTuple_Pack(3, buffer, spans, first);
+    Py_DECREF(buffer);
+    Py_DECREF(spans);
+    Py_DECREF(first);
+    if (keep == NULL)
+        return -1;
+    *held = keep;  /* keeps the three alive while they are read */
+    src->list = NULL;
+    src->buf = PyBytes_AS_STRING(buffer);
+    src->buf_len = PyBytes_GET_SIZE(buffer);
+    src->spans = (const Py_ssize_t *)PyBytes_AS_STRING(spans);
+    src->first = first == Py_None ? NULL : first;
+    src->n = PyBytes_GET_SIZE(spans) / (2 * (Py_ssize_t)sizeof(Py_ssize_t));
+    return 0;
+}
+
+/* Payload k's bytes, 1; 0 if it is not bytes (a list's item) or lies outside the buffer. */
+static int
+payload_at(const Source *src, Py_ssize_t k, const char **d, Py_ssize_t *len)
+{
+    if (src->list != NULL) {
+        PyObject *item = PyList_GET_ITEM(src->list, k);
+        if (!PyBytes_CheckExact(item))
+            return 0;
+        *d = PyBytes_AS_STRING(item);
+        *len = PyBytes_GET_SIZE(item);
+        return 1;
+    }
+    if (k == 0 && src->first != NULL) {
+        *d = PyBytes_AS_STRING(src->first);
+        *len = PyBytes_GET_SIZE(src->first);
+        return 1;
+    }
+    Py_ssize_t start = src->spans[2 * k], end = src->spans[2 * k + 1];
+    if (start < 0 || end < start || end > src->buf_len)
+        return 0;
+    *d = src->buf + start;
+    *len = end - start;
+    return 1;
+}
+
 /* Called once per run of events, so its arguments are read without PyArg_ParseTuple. */
 static PyObject *
 take(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -175,8 +251,8 @@ take(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *datas = args[0], *segments = args[2];
-    if (!PyList_Check(datas) || !PyTuple_Check(segments)) {
-        PyErr_SetString(PyExc_TypeError, "take's datas is a list, its segments a tuple");
+    if (!PyTuple_Check(segments)) {
+        PyErr_SetString(PyExc_TypeError, "take's segments are a tuple");
         return NULL;
     }
     Py_ssize_t i = PyLong_AsSsize_t(args[1]);
@@ -218,16 +294,18 @@ take(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_ValueError, "the joined hole is a read hole of the shape");
         return NULL;
     }
+    Source src;
+    PyObject *held;
+    if (source_of(datas, &src, &held) < 0)
+        return NULL;
     Buffer buf = {NULL, 0, 0}, text = {NULL, 0, 0};
     Py_ssize_t starts[MAX_SEGMENTS], ends[MAX_SEGMENTS];
-    Py_ssize_t j = i, n = PyList_GET_SIZE(datas);
+    Py_ssize_t j = i, n = src.n;
     for (; j < n; j++) {
-        PyObject *item = PyList_GET_ITEM(datas, j);
-        if (!PyBytes_CheckExact(item))
-            break;
-        const char *d = PyBytes_AS_STRING(item);
-        if (!match(d, PyBytes_GET_SIZE(item), seg, seg_len, holes, fixed, unread, starts,
-                   ends))
+        const char *d;
+        Py_ssize_t d_len;
+        if (!payload_at(&src, j, &d, &d_len)
+            || !match(d, d_len, seg, seg_len, holes, fixed, unread, starts, ends))
             break;
         if (joined >= 0 && !joinable(d, starts[joined], ends[joined])) {
             if (j > i)
@@ -247,10 +325,12 @@ take(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             if (fail) {
                 PyMem_Free(buf.bytes);
                 PyMem_Free(text.bytes);
+                Py_XDECREF(held);
                 return NULL;
             }
         }
     }
+    Py_XDECREF(held);
     PyObject *array = finish(&buf, "\"]", 2);
     PyObject *joined_text = array == NULL ? NULL : finish(&text, "\"", 1);
     if (array == NULL) {

@@ -295,7 +295,7 @@ class Matcher:
         self.read = tuple(k for k in self.read_all if k != joined)
 
     def __call__(self, datas: Sequence[bytes], i: int) -> Taken:
-        if _byte_shape is None or type(datas) is not list:
+        if _byte_shape is None or (type(datas) is not list and not hasattr(datas, "spans")):
             return self.shape.match_py(datas, i, self.unread, self.joined)
         j, array, text = _byte_shape.take(datas, i, self.whole, self.mask, self.joined)
         if j == i:

@@ -11,6 +11,7 @@ run), it takes every payload of an unbroken run, and it gives what the Python ma
 from __future__ import annotations
 
 import json
+import struct
 from typing import Any
 
 import pytest
@@ -119,6 +120,50 @@ def test_a_timestamp_with_an_escape_is_left_to_the_general_rules() -> None:
     shape = shape_of(datas[0], True)
     assert shape.match(datas, 0, (0,))[0] == 1
     assert shape.match(datas, 0, ())[0] == 2  # read, it is decoded, so it may be taken
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts=st.lists(st.text(max_size=5), min_size=2, max_size=7), status=st.booleans(),
+       cut=st.integers(0, 10_000), start=st.integers(0, 7))
+def test_a_reads_payloads_are_matched_in_place_as_their_list(
+        texts: list[str], status: bool, cut: int, start: int) -> None:
+    """The reader hands the match a read's Payloads (``a2a/_sse_split.c``), not a list:
+    matched in place, they give what the same events as bytes give, the first one too
+    when it began in an earlier read."""
+    from trio_cap.actors.bindings.a2a import _sse_split  # type: ignore[attr-defined]
+
+    make = (lambda k, t: sdk(said(t, f"m{k}"))) if status else (lambda k, t: sdk(chunk(t)))
+    datas = [make(k, t) for k, t in enumerate(texts)]
+    shape = shape_of(datas[0], status)
+    stream = b"".join(b"data: " + d + b"\r\n\r\n" for d in datas)
+    at = 6 + cut % (len(datas[0]) + 1)  # the first event begun in an earlier read
+    for held, read in ((b"", stream), (stream[:at], stream[at:])):
+        payloads, keep = _sse_split.split(held, read)
+        assert keep == b"" and list(payloads) == datas
+        i = min(start, len(datas))
+        for unread in ((), (0,)) if status else ((),):
+            for joined in (-1, len(shape.names) - 1):
+                matcher = byte_shape.Matcher(shape, unread, joined)
+                assert matcher(payloads, i) == matcher(list(payloads), i)
+                assert matcher(payloads, i)[0] == len(datas)
+
+
+def test_spans_outside_the_read_end_the_run() -> None:
+    """The C match trusts no span it is given: one that lies outside its buffer is no
+    payload, so the run ends before it; datas that are neither a list nor a read's
+    Payloads are refused."""
+    data = sdk(chunk("a"))
+    shape = shape_of(data, False)
+
+    class Fake:
+        first = None
+        buffer = data + data
+        spans = struct.pack("4n", 0, len(data), len(data), 3 * len(data))
+
+    take = native().take
+    assert take(Fake(), 0, shape.whole, 0)[0] == 1
+    with pytest.raises(TypeError, match="Payloads"):
+        take(object(), 0, shape.whole, 0)
 
 
 def test_bad_arguments_are_refused() -> None:

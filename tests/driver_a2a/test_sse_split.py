@@ -10,6 +10,7 @@ in small reads, both through :class:`SseReader` and call by call.
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Callable
 from types import ModuleType
 
@@ -34,7 +35,9 @@ def native() -> ModuleType:
 
 
 def c_split(held: bytes, chunk: bytes) -> tuple[list[bytes], bytes] | None:
-    return native().split(held, chunk)  # type: ignore[no-any-return]
+    """The C split's answer with its Payloads as the list of bytes they stand for."""
+    got = native().split(held, chunk)
+    return None if got is None else (list(got[0]), got[1])
 
 
 def test_the_reader_runs_the_c_split() -> None:
@@ -163,7 +166,7 @@ def test_the_corpus_gives_the_same_events(small: bool) -> None:
     def checked(held: bytes, chunk: bytes) -> tuple[list[bytes], bytes] | None:
         """The C split, each call checked against the reference."""
         got = c(held, chunk)
-        assert got == split_py(held, chunk)
+        assert (None if got is None else (list(got[0]), got[1])) == split_py(held, chunk)
         calls.append(got is not None)
         return got  # type: ignore[no-any-return]
 
@@ -174,6 +177,54 @@ def test_the_corpus_gives_the_same_events(small: bool) -> None:
     reference = _events(plans, split_py)
     assert fast == reference
     assert len(fast) == sum(len(s) for s in streams)  # every event came out
+
+
+@settings(max_examples=300, deadline=None)
+@given(reads(), st.integers(-12, 12), st.integers(-12, 12), st.sampled_from([1, 2, -1, -3]))
+def test_payloads_are_the_list_they_stand_for(read: tuple[bytes, bytes], a: int, b: int,
+                                              step: int) -> None:
+    """The C split's datas are a Payloads (events made into bytes when asked for): every
+    way the reader's users read them (index, negative index, slice, iteration, len, a
+    join) gives what the reference's list gives."""
+    got, ref = native().split(*read), split_py(*read)
+    assert (got is None) == (ref is None)
+    if got is None or ref is None:
+        return
+    payloads, expected = got[0], ref[0]
+    assert len(payloads) == len(expected) and list(payloads) == expected
+    for k in range(-len(expected), len(expected)):
+        assert payloads[k] == expected[k]
+    for k in (len(expected), -len(expected) - 1):
+        with pytest.raises(IndexError):
+            payloads[k]
+    assert payloads[a:b:step] == expected[a:b:step]
+    assert b",".join(payloads) == b",".join(expected)
+    with pytest.raises(TypeError):
+        payloads["0"]
+
+
+def test_payloads_show_where_their_events_lie_in_the_read() -> None:
+    """What the C byte-shape match reads in place: the read itself, a (start, end) pair per
+    event into it, and the first event's data when it began in an earlier read."""
+    chunk = b"data: one\r\n\r\ndata: two\r\n\r\ndata: thr"
+    payloads, keep = native().split(b"", chunk)
+    assert payloads.buffer is chunk and payloads.first is None and keep == b"data: thr"
+    pairs = memoryview(payloads.spans).cast("n").tolist()
+    assert [chunk[pairs[k]:pairs[k + 1]] for k in range(0, len(pairs), 2)] == [b"one", b"two"]
+    payloads, keep = native().split(b"data: ze", b"ro\r\n\r\ndata: one\r\n\r\n")
+    assert payloads.first == b"zero" and list(payloads) == [b"zero", b"one"] and keep == b""
+
+
+def test_the_split_keeps_no_reference_it_does_not_hand_out() -> None:
+    """Each Payloads holds its read while it lives and lets go of it with its last user: a
+    stream of reads leaves nothing behind."""
+    held, chunk = b"data: ze", b"ro\r\n\r\ndata: one\r\n\r\ndata: t"
+    before = sys.getrefcount(held), sys.getrefcount(chunk)
+    for _ in range(1000):
+        payloads, _keep = native().split(held, chunk)
+        assert payloads[0] == b"zero" and payloads[1:] == [b"one"]
+    del payloads, _keep
+    assert (sys.getrefcount(held), sys.getrefcount(chunk)) == before
 
 
 @pytest.mark.parametrize("args", [

@@ -13,28 +13,180 @@
  *
  * split(held, chunk) -> (datas, keep) | None.  held: the start of an event the last read
  * left ("data: ..." without a line break, or b""); chunk: the read.  datas: the data of
- * every event the read completes; keep: what to hold for the next read.  None: the read
- * has fewer than one separator or a line break outside the separators (the general line
- * rules take it).
+ * every event the read completes, as a Payloads; keep: what to hold for the next read.
+ * None: the read has fewer than one separator or a line break outside the separators (the
+ * general line rules take it).
+ *
+ * Payloads is a sequence of bytes that keeps the read and where each event's data lies in
+ * it: an event's bytes object is made only when it is asked for.  The byte-shape match
+ * (bindings/_byte_shape.c) reads a run of text events in place through its `buffer`,
+ * `spans` and `first`, so the ~95 % of events a turn's text is never become objects at
+ * all; the others do, one by one, when the general rules take them.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <string.h>
 
 static const char SEP[] = "\r\n\r\ndata: ";
 #define SEP_LEN 10
 #define PREFIX_LEN 6 /* "data: " */
 
-/* Append a new bytes object (the len bytes at start) to list; -1 on error. */
-static int
-append(PyObject *list, const char *start, Py_ssize_t len)
+typedef struct {
+    PyObject_HEAD
+    PyObject *buffer; /* the read */
+    PyObject *first;  /* the first event's data when it began in an earlier read, or NULL */
+    PyObject *spans;  /* bytes: a (start, end) pair of Py_ssize_t per event, into buffer */
+    Py_ssize_t n;
+} Payloads;
+
+static void
+Payloads_dealloc(Payloads *self)
 {
-    PyObject *data = PyBytes_FromStringAndSize(start, len);
-    if (data == NULL)
-        return -1;
-    int rc = PyList_Append(list, data);
-    Py_DECREF(data);
-    return rc;
+    Py_XDECREF(self->buffer);
+    Py_XDECREF(self->first);
+    Py_XDECREF(self->spans);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t
+Payloads_len(Payloads *self)
+{
+    return self->n;
+}
+
+static PyObject *
+Payloads_item(Payloads *self, Py_ssize_t k)
+{
+    if (k < 0 || k >= self->n) {
+        PyErr_SetString(PyExc_IndexError, "Payloads index out of range");
+        return NULL;
+    }
+    if (k == 0 && self->first != NULL)
+        return Py_NewRef(self->first);
+    const Py_ssize_t *span = (const Py_ssize_t *)PyBytes_AS_STRING(self->spans) + 2 * k;
+    return PyBytes_FromStringAndSize(PyBytes_AS_STRING(self->buffer) + span[0],
+                                     span[1] - span[0]);
+}
+
+static PyObject *
+Payloads_subscript(Payloads *self, PyObject *key)
+{
+    if (PyIndex_Check(key)) {
+        Py_ssize_t k = PyNumber_AsSsize_t(key, PyExc_IndexError);
+        if (k == -1 && PyErr_Occurred())
+            return NULL;
+        return Payloads_item(self, k < 0 ? k + self->n : k);
+    }
+    if (!PySlice_Check(key)) {
+        PyErr_SetString(PyExc_TypeError, "Payloads indices are integers or slices");
+        return NULL;
+    }
+    Py_ssize_t start, stop, step;
+    if (PySlice_Unpack(key, &start, &stop, &step) < 0)
+        return NULL;
+    Py_ssize_t count = PySlice_AdjustIndices(self->n, &start, &stop, step);
+    PyObject *out = PyList_New(count);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t j = 0, k = start; j < count; j++, k += step) {
+        PyObject *item = Payloads_item(self, k);
+        if (item == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, j, item);
+    }
+    return out;
+}
+
+static PyObject *
+Payloads_first(Payloads *self, void *closure)
+{
+    (void)closure;
+    return Py_NewRef(self->first != NULL ? self->first : Py_None);
+}
+
+static PyMemberDef Payloads_members[] = {
+    {"buffer", T_OBJECT_EX, offsetof(Payloads, buffer), READONLY, "the read"},
+    {"spans", T_OBJECT_EX, offsetof(Payloads, spans), READONLY,
+     "a (start, end) pair of native Py_ssize_t per event, into buffer"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyGetSetDef Payloads_getset[] = {
+    {"first", (getter)Payloads_first, NULL,
+     "the first event's data when it began in an earlier read, else None", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PySequenceMethods Payloads_as_sequence = {
+    .sq_length = (lenfunc)Payloads_len,
+    .sq_item = (ssizeargfunc)Payloads_item,
+};
+
+static PyMappingMethods Payloads_as_mapping = {
+    .mp_length = (lenfunc)Payloads_len,
+    .mp_subscript = (binaryfunc)Payloads_subscript,
+};
+
+static PyTypeObject PayloadsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "trio_cap.actors.bindings.a2a._sse_split.Payloads",
+    .tp_doc = "The data of a read's SSE events, each made into bytes when asked for.",
+    .tp_basicsize = sizeof(Payloads),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_SEQUENCE,
+    .tp_dealloc = (destructor)Payloads_dealloc,
+    .tp_as_sequence = &Payloads_as_sequence,
+    .tp_as_mapping = &Payloads_as_mapping,
+    .tp_members = Payloads_members,
+    .tp_getset = Payloads_getset,
+};
+
+/* Where each event's data lies in the read, as it is found. */
+typedef struct {
+    Py_ssize_t *pairs;
+    Py_ssize_t n, cap;
+} Spans;
+
+static int
+add_span(Spans *spans, Py_ssize_t start, Py_ssize_t end)
+{
+    if (spans->n == spans->cap) {
+        Py_ssize_t cap = spans->cap ? 2 * spans->cap : 64;
+        Py_ssize_t *grown = PyMem_Realloc(spans->pairs, 2 * cap * sizeof(Py_ssize_t));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        spans->pairs = grown;
+        spans->cap = cap;
+    }
+    spans->pairs[2 * spans->n] = start;
+    spans->pairs[2 * spans->n + 1] = end;
+    spans->n++;
+    return 0;
+}
+
+/* The Payloads of a read (buffer) whose events lie at spans; first: see Payloads. */
+static PyObject *
+payloads(PyObject *buffer, PyObject *first, Spans *spans)
+{
+    Payloads *out = PyObject_New(Payloads, &PayloadsType);
+    if (out == NULL) {
+        Py_XDECREF(first);
+        return NULL;
+    }
+    out->buffer = Py_NewRef(buffer);
+    out->first = first; /* the reference is the caller's, given */
+    out->n = spans->n;
+    out->spans = PyBytes_FromStringAndSize((const char *)spans->pairs,
+                                           2 * spans->n * (Py_ssize_t)sizeof(Py_ssize_t));
+    if (out->spans == NULL) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return (PyObject *)out;
 }
 
 /* The first event's data: held without its "data: " then the read's first piece, or, with
@@ -60,6 +212,7 @@ first_data(PyObject *held, const char *chunk, Py_ssize_t len)
 static PyObject *
 split(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
+    (void)module;
     if (nargs != 2 || !PyBytes_CheckExact(args[0]) || !PyBytes_CheckExact(args[1])) {
         PyErr_SetString(PyExc_TypeError, "split(held: bytes, chunk: bytes)");
         return NULL;
@@ -68,7 +221,8 @@ split(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     const char *const base = PyBytes_AS_STRING(args[1]);
     const char *const end = base + PyBytes_GET_SIZE(args[1]);
     const char *p = base; /* the start of the piece being read */
-    PyObject *datas = NULL, *keep = NULL;
+    Spans spans = {NULL, 0, 0};
+    PyObject *first = NULL, *keep = NULL, *datas = NULL;
 
     for (;;) {
         const char *cr = memchr(p, '\r', end - p);
@@ -77,7 +231,7 @@ split(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             goto fallback; /* an LF before any CR: outside every separator */
         if (cr == NULL) {
             /* The read ends inside an event: held for the next read, "data: " restored. */
-            if (datas == NULL)
+            if (spans.n == 0)
                 goto fallback; /* no separator at all */
             Py_ssize_t len = end - p;
             keep = PyBytes_FromStringAndSize(NULL, PREFIX_LEN + len);
@@ -88,22 +242,24 @@ split(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             break;
         }
         if (end - cr >= SEP_LEN && memcmp(cr, SEP, SEP_LEN) == 0) {
-            if (datas == NULL) {
-                if ((datas = PyList_New(1)) == NULL)
+            if (spans.n == 0) {
+                if (PyBytes_GET_SIZE(held) > 0) {  /* begun in an earlier read */
+                    first = first_data(held, base, cr - base);
+                    if (first == NULL)
+                        goto error;
+                }
+                Py_ssize_t skip = cr - base < PREFIX_LEN ? cr - base : PREFIX_LEN;
+                if (add_span(&spans, first != NULL ? 0 : skip, cr - base) < 0)
                     goto error;
-                PyObject *first = first_data(held, base, cr - base);
-                if (first == NULL)
-                    goto error;
-                PyList_SET_ITEM(datas, 0, first);
             }
-            else if (append(datas, p, cr - p) < 0)
+            else if (add_span(&spans, p - base, cr - base) < 0)
                 goto error;
             p = cr + SEP_LEN;
             continue;
         }
-        if (datas != NULL && end - cr == 4 && memcmp(cr, SEP, 4) == 0) {
+        if (spans.n > 0 && end - cr == 4 && memcmp(cr, SEP, 4) == 0) {
             /* The read ends with an event: its CRLF CRLF, nothing held. */
-            if (append(datas, p, cr - p) < 0)
+            if (add_span(&spans, p - base, cr - base) < 0)
                 goto error;
             keep = PyBytes_FromStringAndSize(NULL, 0);
             if (keep == NULL)
@@ -112,19 +268,31 @@ split(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
         goto fallback; /* a CR that neither starts a separator nor ends the read */
     }
+    datas = payloads(args[1], first, &spans);
+    first = NULL; /* given to datas (or released with it) */
+    PyMem_Free(spans.pairs);
+    if (datas == NULL) {
+        Py_DECREF(keep);
+        return NULL;
+    }
     PyObject *pair = PyTuple_New(2);
-    if (pair == NULL)
-        goto error;
+    if (pair == NULL) {
+        Py_DECREF(datas);
+        Py_DECREF(keep);
+        return NULL;
+    }
     PyTuple_SET_ITEM(pair, 0, datas);
     PyTuple_SET_ITEM(pair, 1, keep);
     return pair;
 
 fallback:
-    Py_XDECREF(datas);
+    Py_XDECREF(first);
+    PyMem_Free(spans.pairs);
     Py_RETURN_NONE;
 error:
-    Py_XDECREF(datas);
+    Py_XDECREF(first);
     Py_XDECREF(keep);
+    PyMem_Free(spans.pairs);
     return NULL;
 }
 
@@ -143,5 +311,16 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__sse_split(void)
 {
-    return PyModule_Create(&module);
+    if (PyType_Ready(&PayloadsType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&PayloadsType);
+    if (PyModule_AddObject(m, "Payloads", (PyObject *)&PayloadsType) < 0) {
+        Py_DECREF(&PayloadsType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

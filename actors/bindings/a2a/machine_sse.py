@@ -27,7 +27,7 @@ never sends a blank line cannot grow memory without bound.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 try:
     from trio_cap.actors.bindings.a2a import _sse_split  # type: ignore[attr-defined]
@@ -70,10 +70,13 @@ def split_py(held: bytes, chunk: bytes) -> tuple[list[bytes], bytes] | None:
     return datas, (b"data: " + rest if tail is rest else rest)
 
 
-split: Callable[[bytes, bytes], tuple[list[bytes], bytes] | None] = (
+split: Callable[[bytes, bytes], tuple[Sequence[bytes], bytes] | None] = (
     split_py if _sse_split is None else _sse_split.split)
 """The split the reader runs: in C when built (~300 ns an event less than
-:func:`split_py`, a sixth of the A2A hot read), the same result either way."""
+:func:`split_py`, a sixth of the A2A hot read), the same events either way.  The C
+split's datas are a ``Payloads``: the read and where each event's data lies in it, a
+bytes object made only for an event someone indexes; the C byte-shape match reads a
+run of text events in place (``bindings/_byte_shape.c``), so most never become one."""
 
 
 class SseReader:
@@ -86,7 +89,7 @@ class SseReader:
         """The stream's last event ID (the ``id:`` field, kept across events as the spec
         says): what a reconnect sends as ``Last-Event-ID``."""
 
-    def feed(self, chunk: bytes) -> list[bytes]:
+    def feed(self, chunk: bytes) -> Sequence[bytes]:
         """The data of every event completed by this chunk, in order."""
         held = self._buf
         if not self._skipping and (held[:6] == b"data: " if held else chunk[:6] == b"data: ") \
@@ -96,7 +99,7 @@ class SseReader:
                 return datas
         return self._feed(held + chunk if held else chunk)
 
-    def _split(self, held: bytes, chunk: bytes) -> list[bytes] | None:
+    def _split(self, held: bytes, chunk: bytes) -> Sequence[bytes] | None:
         """a2a-sdk's stream split in the read (:func:`split`, in C when built); what it
         leaves of an event is held for the next read.  None: the general rules take it."""
         got = split(held, chunk)
