@@ -177,6 +177,10 @@ typedef struct {
     Py_ssize_t n;
 } Source;
 
+/* The Payloads attribute names, interned once: made per call they cost more than the
+ * lookups. */
+static PyObject *BUFFER, *SPANS, *FIRST;
+
 static int
 source_of(PyObject *datas, Source *src, PyObject **held)
 {
@@ -186,9 +190,9 @@ source_of(PyObject *datas, Source *src, PyObject **held)
         src->n = PyList_GET_SIZE(datas);
         return 0;
     }
-    PyObject *buffer = PyObject_GetAttrString(datas, "buffer");
-    PyObject *spans = buffer == NULL ? NULL : PyObject_GetAttrString(datas, "spans");
-    PyObject *first = spans == NULL ? NULL : PyObject_GetAttrString(datas, "first");
+    PyObject *buffer = PyObject_GetAttr(datas, BUFFER);
+    PyObject *spans = buffer == NULL ? NULL : PyObject_GetAttr(datas, SPANS);
+    PyObject *first = spans == NULL ? NULL : PyObject_GetAttr(datas, FIRST);
     if (first == NULL || !PyBytes_CheckExact(buffer) || !PyBytes_CheckExact(spans)
         || PyBytes_GET_SIZE(spans) % (2 * (Py_ssize_t)sizeof(Py_ssize_t)) != 0
         || (first != Py_None && !PyBytes_CheckExact(first))) {
@@ -360,5 +364,9 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__byte_shape(void)
 {
+    if ((BUFFER = PyUnicode_InternFromString("buffer")) == NULL
+        || (SPANS = PyUnicode_InternFromString("spans")) == NULL
+        || (FIRST = PyUnicode_InternFromString("first")) == NULL)
+        return NULL;
     return PyModule_Create(&module);
 }

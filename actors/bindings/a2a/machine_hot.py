@@ -174,28 +174,34 @@ class HotPath:
         if tries < _LEARNS:
             self._learns = (rid, tries + 1)
             pins = _pins(rid, task, ctx, aid)  # type: ignore[arg-type]
-            shape = self._repinned(data, pins, aid is not None)
-            if shape is None and pinnable(pins):
-                pinned = _PINNED_ARTIFACT if aid is not None else _PINNED_STATUS
-                general = learn(data, names, optional, check, pinned, _NUMBERS)
-                if general is not None:
-                    self._pinned[aid is not None] = general
-                    shape = general.pinned_to(pins)
-            if shape is None:  # an id not where it is expected, or not plain: this turn's
-                shape = learn(data, names, optional, check)
-            if shape is not None:
-                self._learnt = _Learnt(shape, rid, task, ctx, aid)  # type: ignore[arg-type]
+            learnt = self._repinned(data, pins, rid, task, ctx, aid)  # type: ignore[arg-type]
+            if learnt is None:
+                shape = None
+                if pinnable(pins):
+                    pinned = _PINNED_ARTIFACT if aid is not None else _PINNED_STATUS
+                    general = learn(data, names, optional, check, pinned, _NUMBERS)
+                    if general is not None:
+                        self._pinned[aid is not None] = general
+                        shape = general.pinned_to(pins)
+                if shape is None:  # an id not where it is expected, or not plain: this
+                    shape = learn(data, names, optional, check)  # turn's own shape
+                if shape is not None:
+                    learnt = _Learnt(shape, rid, task, ctx, aid)  # type: ignore[arg-type]
+            if learnt is not None:
+                self._learnt = learnt
         return mid, aid  # type: ignore[return-value]
 
-    def _repinned(self, data: bytes, pins: dict[str, bytes], artifact: bool) -> Shape | None:
+    def _repinned(self, data: bytes, pins: dict[str, bytes], rid: int, task: str, ctx: str,
+                  aid: str | None) -> _Learnt | None:
         """The last shape learnt of this kind (artifact text or agent status message) for
         this event's ids, if the event has it: a turn's text events are shaped as the last
         turn's were, so a new turn costs the match of one event, not a learn (a probe)."""
-        general = self._pinned.get(artifact)
+        general = self._pinned.get(aid is not None)
         shape = general.pinned_to(pins) if general is not None else None
-        if shape is None or Matcher(shape)([data], 0)[0] != 1:
+        if shape is None:
             return None
-        return shape
+        learnt = _Learnt(shape, rid, task, ctx, aid)
+        return learnt if learnt.match([data], 0)[0] == 1 else None
 
     def _settle(self, learnt: _Learnt, values: list[list[str]], joined: str | None,
                 count: int, out: list[Output], joins: bool) -> TextChunk | None:
