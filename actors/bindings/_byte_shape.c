@@ -9,7 +9,7 @@
  * reference this one is tested against (tests/driver_a2a/test_shape_native.py) and the
  * fallback when no C compiler was there at install.
  *
- * take(datas, i, segments, unread, joined=-1) -> (j, array or None, text or None).
+ * take(datas, i, segments, unread, joined=-1) -> (j, array or None, text or None, size).
  * ``datas`` is a list of bytes, or a read's Payloads (a2a/_sse_split.c: matched in place,
  * no bytes object made per payload); from index ``i`` on, each payload that has the shape
  * is taken, up to the first that has not (or is not bytes): ``j``.  A payload has the shape iff it is segments[0], a hole, segments[1],
@@ -28,6 +28,7 @@
  * a UTF-8 continuation byte or a low-surrogate escape, or ends in an incomplete UTF-8
  * sequence, a cut \u escape or a high-surrogate escape) ends the run before it, or, if
  * it is the run's first, makes the run give that hole in the array (text None).
+ * ``size`` is the UTF-8 size of what ``text`` decodes to (0 when text is None).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -150,6 +151,59 @@ joinable(const char *d, Py_ssize_t start, Py_ssize_t end)
         return follow == 0;
     int need = (lead & 0xE0) == 0xC0 ? 1 : (lead & 0xF0) == 0xE0 ? 2 : (lead & 0xF8) == 0xF0 ? 3 : -1;
     return need == follow;
+}
+
+static int
+hex_digit(unsigned char c)
+{
+    return c >= '0' && c <= '9' ? c - '0'
+        : c >= 'a' && c <= 'f' ? c - 'a' + 10
+        : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* The code unit of the 4 hex digits at p, or -1. */
+static long
+hex4(const char *p)
+{
+    long cp = 0;
+    for (int k = 0; k < 4; k++) {
+        int v = hex_digit((unsigned char)p[k]);
+        if (v < 0)
+            return -1;
+        cp = cp * 16 + v;
+    }
+    return cp;
+}
+
+/* The UTF-8 size of the string the JSON string body b[0:len] decodes to, if it decodes: an
+ * escape is shorter decoded (\n one byte, \uXXXX one to three, a surrogate pair four),
+ * every other byte stays.  Why here: the driver counts an artifact's text in UTF-8 bytes,
+ * and str.encode only to take a length was ~3 % of the A2A hot read.  A body that does not
+ * decode gives some size; msgspec then refuses the text, and the size is not used. */
+static Py_ssize_t
+decoded_size(const char *b, Py_ssize_t len)
+{
+    const char *p = b, *end = b + len, *q;
+    Py_ssize_t size = len;
+    while ((q = memchr(p, '\\', end - p)) != NULL) {
+        if (end - q >= 6 && q[1] == 'u') {
+            long cp = hex4(q + 2);
+            if (cp >= 0xD800 && cp < 0xDC00 && end - q >= 12 && q[6] == '\\' && q[7] == 'u') {
+                size -= 12 - 4;
+                p = q + 12;
+                continue;
+            }
+            size -= 6 - (cp < 0x80 ? 1 : cp < 0x800 ? 2 : 3);
+            p = q + 6;
+        }
+        else {
+            size -= 1;
+            p = q + 2;
+        }
+        if (p >= end)
+            break;
+    }
+    return size;
 }
 
 static PyObject *
@@ -335,6 +389,7 @@ take(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     Py_XDECREF(held);
+    Py_ssize_t size = text.size ? decoded_size(text.bytes + 1, text.size - 1) : 0;
     PyObject *array = finish(&buf, "\"]", 2);
     PyObject *joined_text = array == NULL ? NULL : finish(&text, "\"", 1);
     if (array == NULL) {
@@ -345,14 +400,15 @@ take(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(array);
         return NULL;
     }
-    return Py_BuildValue("nNN", j, array, joined_text);
+    return Py_BuildValue("nNNn", j, array, joined_text, size);
 }
 
 static PyMethodDef methods[] = {
     {"take", (PyCFunction)(void (*)(void))take, METH_FASTCALL,
-     "take(datas, i, segments, unread, joined=-1) -> (j, array or None, text or None): "
+     "take(datas, i, segments, unread, joined=-1) -> (j, array or None, text or None, size): "
      "the payloads of datas[i:] that have the shape, up to the first that has "
-     "not, their read holes as a JSON array of strings, the joined hole's as one string."},
+     "not, their read holes as a JSON array of strings, the joined hole's as one string "
+     "and the UTF-8 size of what that string decodes to."},
     {NULL, NULL, 0, NULL},
 };
 

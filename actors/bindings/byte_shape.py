@@ -38,7 +38,8 @@ try:
 except ImportError:  # pragma: no cover - built wherever the tests run
     _byte_shape = None
 
-__all__ = ["NATIVE", "Markers", "Matcher", "Shape", "Taken", "decode_holes", "learn", "pinnable"]
+__all__ = ["NATIVE", "Markers", "Matcher", "Shape", "Sized", "Taken", "decode_holes", "learn",
+           "pinnable"]
 
 NATIVE = _byte_shape is not None
 """True when :meth:`Shape.match` runs the C match (``_byte_shape.c``; the bench says which)."""
@@ -55,6 +56,8 @@ _NONE: tuple[str, ...] = ()
 Taken = tuple[int, "list[Sequence[str]] | None", "str | None"]
 """What a match took: (the index of the first payload not taken, each hole's values for the
 payloads taken, a hole's values joined); see :meth:`Shape.match`."""
+Sized = tuple[int, "list[Sequence[str]] | None", "str | None", int]
+"""A :data:`Taken` and the UTF-8 size of its joined text; see :meth:`Matcher.sized`."""
 _string = msgspec.json.Decoder(str)
 _MARKED = tuple(f"\x01{k}" for k in range(16))
 """The probe's marker strings, hole by hole (a shape has a few holes), and as JSON:"""
@@ -295,20 +298,27 @@ class Matcher:
         self.read = tuple(k for k in self.read_all if k != joined)
 
     def __call__(self, datas: Sequence[bytes], i: int) -> Taken:
+        j, columns, text, _ = self.sized(datas, i)
+        return j, columns, text
+
+    def sized(self, datas: Sequence[bytes], i: int) -> Sized:
+        """What a call gives, and the UTF-8 size of the joined text (0 without one): the C
+        match counts it while it joins, for less than ``len(text.encode())`` costs."""
         if _byte_shape is None or (type(datas) is not list and not hasattr(datas, "spans")):
-            return self.shape.match_py(datas, i, self.unread, self.joined)
-        j, array, text = _byte_shape.take(datas, i, self.whole, self.mask, self.joined)
+            j, columns, text = self.shape.match_py(datas, i, self.unread, self.joined)
+            return j, columns, text, len(text.encode()) if text else 0
+        j, array, text, size = _byte_shape.take(datas, i, self.whole, self.mask, self.joined)
         if j == i:
-            return i, [], None
+            return i, [], None, 0
         read = self.read if text is not None else self.read_all
         try:
             values = _strings.decode(array) if array is not None else []
             joined_text = _string.decode(text) if text is not None else None
         except msgspec.DecodeError:
-            return i, None, None
+            return i, None, None, 0
         width = len(read)
         if len(values) != width * (j - i):
-            return i, None, None
+            return i, None, None, 0
         columns: list[Sequence[str]] = [_NONE] * len(self.shape.names)
         if width == 1:
             columns[read[0]] = values
@@ -318,7 +328,8 @@ class Matcher:
         if text is None and self.joined >= 0:  # the run's first body was not joinable
             joined_text = "".join(columns[self.joined])
             columns[self.joined] = _NONE
-        return j, columns, joined_text
+            size = len(joined_text.encode())
+        return j, columns, joined_text, size
 
 
 class _PyParts:

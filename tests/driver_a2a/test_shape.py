@@ -69,10 +69,10 @@ def taken(payloads: list[bytes]) -> int:
     seen: list[int] = []
     settle = d._settle
 
-    def counting(learnt: Any, values: Any, text: Any, count: int, out: Any,
+    def counting(learnt: Any, values: Any, text: Any, size: int, count: int, out: Any,
                  joins: bool) -> Any:
         seen.append(count)
-        return settle(learnt, values, text, count, out, joins)
+        return settle(learnt, values, text, size, count, out, joins)
 
     d._settle = counting  # type: ignore[method-assign]
     d.receive_frame(SseBatch(rid, payloads))

@@ -104,6 +104,21 @@ def test_an_unbroken_run_gives_what_the_python_match_gives() -> None:
                 assert got[0] == len(datas)
 
 
+@pytest.mark.parametrize("body", [
+    b"plain", "\u03bb \u2713 \U0001f642".encode(), b"\\n\\t\\\\\\/\\\"", b"\\u0041\\u00e9\\u20ac",
+    b"\\ud83d\\ude42", b"\\uD83D\\uDE42x", b"a\\\\u0041", b"\\\\", b"",
+])
+def test_the_joined_texts_size_is_its_utf8_size(body: bytes) -> None:
+    """The UTF-8 size the C match counts is that of the text the bodies decode to, over
+    every escape JSON has and raw UTF-8; the Python match (no compiler) counts the same."""
+    datas = [sdk(chunk("TEXT")).replace(b"TEXT", body)] * 3
+    shape = shape_of(sdk(chunk("x")), False)
+    expected = len(("".join([_body_value(body) or ""] * 3)).encode())
+    assert byte_shape.Matcher(shape, (), 0).sized(datas, 0)[3] == expected
+    j, _, text = shape.match_py(datas, 0, (), 0)
+    assert j == 3 and len((text or "").encode()) == expected
+
+
 def test_a_payload_that_is_not_bytes_ends_the_run() -> None:
     datas: list[Any] = [sdk(chunk("a")), sdk(chunk("b")), "text", sdk(chunk("c"))]
     shape = shape_of(datas[0], False)
@@ -178,7 +193,7 @@ def test_bad_arguments_are_refused() -> None:
         take([b"x"], -1, (b'"', b'"'), 0)
     with pytest.raises(TypeError):
         take((b"x",), 0, (b'"', b'"'), 0)
-    assert take([b'"x"'], 5, (b'"', b'"'), 0) == (5, None, None)
+    assert take([b'"x"'], 5, (b'"', b'"'), 0) == (5, None, None, 0)
     with pytest.raises(ValueError, match="joined"):
         take([b'"x"'], 0, (b'"', b'"'), 1, 0)  # an unread hole cannot be joined
     with pytest.raises(ValueError, match="joined"):
@@ -232,6 +247,9 @@ def test_joined_text_is_the_bodies_decoded_one_by_one_and_joined(
         return
     assert all(v is not None for v in values[:j])
     assert text == ("".join(values[:j]) if j else None)  # type: ignore[arg-type]
+    sized = byte_shape.Matcher(shape, unread, joined).sized(datas, 0)
+    assert sized[:3] == (j, columns, text)
+    assert sized[3] == len(text.encode() if text else b"")  # counted by the C match
     separately = shape.match(datas, 0, unread)
     if separately[1] is not None and separately[0] > 0:
         assert 0 < j <= separately[0]

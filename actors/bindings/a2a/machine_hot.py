@@ -61,7 +61,7 @@ class _Learnt:
         """Holes only checked, their values unused: a status message's timestamp."""
         self.joined = self.text_at if aid is not None else -1
         """The hole whose values are only wanted concatenated: an artifact's text."""
-        self.match = Matcher(shape, self.unread, self.joined)
+        self.match = Matcher(shape, self.unread, self.joined).sized
 
 
 class HotPath:
@@ -107,12 +107,12 @@ class HotPath:
         while i < n:
             learnt = self._learnt
             if learnt is not None and learnt.rid == rid and self._fits(learnt):
-                j, values, text = learnt.match(datas, i)
+                j, values, text, size = learnt.match(datas, i)
                 if values is None:
                     self._learnt = None  # a hole that is no string: those go the general way
                 elif j > i:
                     joins = out and out[-1] is tail and tail_of == learnt.aid
-                    tail = self._settle(learnt, values, text, j - i, out, joins) or tail
+                    tail = self._settle(learnt, values, text, size, j - i, out, joins) or tail
                     tail_of = learnt.aid
                     ex.got_event = True
                     self._learns = (rid, 0)
@@ -204,8 +204,9 @@ class HotPath:
         return learnt if learnt.match([data], 0)[0] == 1 else None
 
     def _settle(self, learnt: _Learnt, values: list[list[str]], joined: str | None,
-                count: int, out: list[Output], joins: bool) -> TextChunk | None:
-        """``count`` events of the shape, each hole's values (an artifact's text joined):
+                size: int, count: int, out: list[Output], joins: bool) -> TextChunk | None:
+        """``count`` events of the shape, each hole's values (an artifact's text joined,
+        ``size`` its UTF-8 bytes):
         what the general rules would make of them one by one, consecutive text as one
         chunk (``joins``: with the last output too, the same artifact's or status
         messages' text); that chunk, if any."""
@@ -216,7 +217,7 @@ class HotPath:
             st.closed = False
             if not text:
                 return None
-            st.text_bytes += len(text) if text.isascii() else len(text.encode())
+            st.text_bytes += size
             return _put(out, learnt.aid, text, joins)
         texts = values[learnt.text_at]
         seen = self.seen  # D1: agent text in WORKING statuses, once per messageId
