@@ -20,6 +20,7 @@ checks it on the shared corpus and on generated streams, both spellings.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,13 +56,19 @@ class _Learnt:
     def __init__(self, shape: Shape, rid: int, task: str, ctx: str, aid: str | None) -> None:
         self.shape = shape
         self.rid, self.task, self.ctx, self.aid = rid, task, ctx, aid
-        self.text_at = shape.names.index("text")
-        self.mid_at = shape.names.index("messageId") if aid is None else -1
-        self.unread = tuple(k for k, name in enumerate(shape.names) if name == "timestamp")
-        """Holes only checked, their values unused: a status message's timestamp."""
-        self.joined = self.text_at if aid is not None else -1
-        """The hole whose values are only wanted concatenated: an artifact's text."""
+        self.text_at, self.mid_at, self.unread, self.joined = _holes(shape.names, aid is not None)
         self.match = Matcher(shape, self.unread, self.joined).sized
+
+
+@functools.lru_cache(maxsize=64)
+def _holes(names: tuple[str, ...], artifact: bool) -> tuple[int, int, tuple[int, ...], int]:
+    """Where a shape's text and message id are; the holes only checked, their values
+    unused (a status message's timestamp); the hole whose values are only wanted
+    concatenated (an artifact's text), or -1.  Once per shape layout, not per turn."""
+    text_at = names.index("text")
+    return (text_at, -1 if artifact else names.index("messageId"),
+            tuple(k for k, name in enumerate(names) if name == "timestamp"),
+            text_at if artifact else -1)
 
 
 class HotPath:
